@@ -1,0 +1,1011 @@
+/* SPDX-License-Identifier: MIT */
+/* The pprof builder: interned strings and functions, mappings, locations, merged samples. */
+
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "profile/profile.h"
+#include "profile/profile.pb-c.h"
+
+/*
+ * Open-addressing hash index over an entry array.  Slots hold the entry
+ * index + 1 (0 = empty) and 32 bits of its hash, so growing never needs to
+ * rehash the entries themselves and most mismatches are rejected without
+ * touching them.
+ */
+struct slot {
+	uint32_t hash;
+	uint32_t ref;
+};
+
+struct htab {
+	struct slot *slots;
+	size_t mask;		/* number of slots - 1; slots == NULL until first use */
+	size_t used;
+};
+
+typedef int (*htab_eq_fn)(const struct prof_builder *b, uint32_t index, const void *key);
+
+struct value_type {
+	int64_t type, unit;	/* string indices */
+};
+
+struct mapping {
+	uint64_t start, limit, offset;
+	int64_t filename, build_id;
+	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
+};
+
+struct function {
+	int64_t name, system_name, filename, start_line;
+};
+
+struct line {
+	uint64_t function_id;
+	int64_t line;
+};
+
+struct location {
+	uint64_t mapping_id, address;
+	size_t line_off;	/* into lines[] */
+	size_t n_lines;
+};
+
+struct label {
+	int64_t key, str, num, num_unit;	/* string indices except num */
+};
+
+struct sample {
+	size_t loc_off;		/* into sample_locs[] */
+	size_t n_locs;
+	size_t label_off;	/* into labels[] */
+	size_t n_labels;
+	uint32_t hash;
+};
+
+/* A sample being added, before it is known to be new. */
+struct sample_key {
+	const uint64_t *locs;
+	size_t n_locs;
+	const struct label *labels;
+	size_t n_labels;
+};
+
+struct prof_builder {
+	char **strs;			/* string_table; strs[0] == "" */
+	size_t n_strs, cap_strs;
+	struct htab str_tab;
+
+	struct value_type *types;
+	size_t n_types;
+	struct value_type period_type;
+	int64_t period;
+	int64_t time_nanos, duration_nanos;
+
+	int64_t *comments;
+	size_t n_comments, cap_comments;
+
+	struct mapping *mappings;
+	size_t n_mappings, cap_mappings;
+
+	struct function *functions;
+	size_t n_functions, cap_functions;
+	struct htab fn_tab;
+
+	struct location *locations;
+	size_t n_locations, cap_locations;
+	struct line *lines;
+	size_t n_lines, cap_lines;
+
+	struct sample *samples;
+	size_t n_samples, cap_samples;
+	struct htab sample_tab;
+	uint64_t *sample_locs;
+	size_t n_sample_locs, cap_sample_locs;
+	struct label *labels;
+	size_t n_labels, cap_labels;
+	int64_t *values;		/* n_types per sample */
+	size_t cap_values;
+
+	/* Labels of the sample being added, interned and sorted. */
+	struct label *scratch;
+	size_t cap_scratch;
+};
+
+/* ---- small helpers --------------------------------------------------- */
+
+/*
+ * Grows the array *arrayp (of elements of size bytes, capacity *cap) to hold
+ * at least need elements.  arrayp is the address of any object pointer; it is
+ * accessed through memcpy so that one helper serves every element type.
+ */
+static int grow(void *arrayp, size_t *cap, size_t need, size_t size)
+{
+	void *old, *p;
+	size_t ncap;
+
+	if (need <= *cap)
+		return 0;
+	ncap = *cap ? *cap : 16;
+	while (ncap < need) {
+		if (ncap > SIZE_MAX / 2 / size)
+			return -ENOMEM;
+		ncap *= 2;
+	}
+	memcpy(&old, arrayp, sizeof(old));
+	p = realloc(old, ncap * size);
+	if (!p)
+		return -ENOMEM;
+	memcpy(arrayp, &p, sizeof(p));
+	*cap = ncap;
+	return 0;
+}
+
+static uint64_t hash_mix(uint64_t h, uint64_t v)
+{
+	return ((h << 5 | h >> 59) ^ v) * 0x9e3779b97f4a7c15ULL;
+}
+
+static uint32_t hash_finish(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	h ^= h >> 33;
+	return (uint32_t)h;
+}
+
+static uint32_t hash_bytes(const char *s, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return hash_finish(h);
+}
+
+/* Adds with wrap-around instead of signed overflow, which would be undefined. */
+static int64_t add_wrap(int64_t a, int64_t v)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)v);
+}
+
+/* ---- hash index ------------------------------------------------------ */
+
+static void htab_free(struct htab *t)
+{
+	free(t->slots);
+	t->slots = NULL;
+	t->mask = 0;
+	t->used = 0;
+}
+
+/* Returns the slot holding key, or the empty slot where it would go. */
+static struct slot *htab_probe(const struct prof_builder *b, const struct htab *t,
+			       uint32_t hash, htab_eq_fn eq, const void *key)
+{
+	size_t i = hash & t->mask;
+
+	for (;;) {
+		struct slot *s = &t->slots[i];
+
+		if (!s->ref)
+			return s;
+		if (s->hash == hash && eq(b, s->ref - 1, key))
+			return s;
+		i = (i + 1) & t->mask;
+	}
+}
+
+/* Makes room for one more entry: the load factor stays at most 1/2. */
+static int htab_reserve(struct htab *t)
+{
+	struct slot *nslots;
+	size_t nsize, i;
+
+	if (t->slots && (t->used + 1) * 2 <= t->mask + 1)
+		return 0;
+	nsize = t->slots ? (t->mask + 1) * 2 : 64;
+	/* refs are 32-bit: more than 2^31 entries is out of reach anyway */
+	if (nsize > (size_t)UINT32_MAX || nsize > SIZE_MAX / sizeof(*nslots))
+		return -ENOMEM;
+	nslots = calloc(nsize, sizeof(*nslots));
+	if (!nslots)
+		return -ENOMEM;
+	for (i = 0; t->slots && i <= t->mask; i++) {
+		size_t j;
+
+		if (!t->slots[i].ref)
+			continue;
+		j = t->slots[i].hash & (nsize - 1);
+		while (nslots[j].ref)
+			j = (j + 1) & (nsize - 1);
+		nslots[j] = t->slots[i];
+	}
+	free(t->slots);
+	t->slots = nslots;
+	t->mask = nsize - 1;
+	return 0;
+}
+
+/* ---- strings --------------------------------------------------------- */
+
+/* Length of the well-formed UTF-8 sequence at s (1..4), 0 if ill-formed. */
+static size_t utf8_seq_len(const unsigned char *s)
+{
+	unsigned char c = s[0], lo, hi;
+
+	if (c < 0x80)
+		return 1;
+	if (c < 0xc2)		/* stray continuation byte or overlong form */
+		return 0;
+	if (c < 0xe0)
+		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
+	if (c < 0xf0) {
+		/* E0 would be overlong below A0; ED A0.. are surrogates */
+		lo = c == 0xe0 ? 0xa0 : 0x80;
+		hi = c == 0xed ? 0x9f : 0xbf;
+		if (s[1] < lo || s[1] > hi)
+			return 0;
+		return (s[2] & 0xc0) == 0x80 ? 3 : 0;
+	}
+	if (c < 0xf5) {
+		/* F0 would be overlong below 90; F4 90.. is beyond U+10FFFF */
+		lo = c == 0xf0 ? 0x90 : 0x80;
+		hi = c == 0xf4 ? 0x8f : 0xbf;
+		if (s[1] < lo || s[1] > hi)
+			return 0;
+		if ((s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
+			return 0;
+		return 4;
+	}
+	return 0;
+}
+
+static bool utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	while (p < end) {
+		size_t n = utf8_seq_len(p);
+
+		if (!n)
+			return false;
+		p += n;
+	}
+	return true;
+}
+
+/*
+ * Copies s with every byte that is not part of a well-formed sequence
+ * replaced by U+FFFD: consumers such as Pyroscope reject the whole profile
+ * over one bad byte in a symbol name.
+ */
+static char *utf8_sanitize(const char *s, size_t len, size_t *out_len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+	char *out, *q;
+
+	if (len > (SIZE_MAX - 1) / 3)
+		return NULL;
+	out = malloc(len * 3 + 1);
+	if (!out)
+		return NULL;
+	q = out;
+	while (p < end) {
+		size_t n = utf8_seq_len(p);
+
+		if (n) {
+			memcpy(q, p, n);
+			q += n;
+			p += n;
+		} else {
+			memcpy(q, "\xef\xbf\xbd", 3);
+			q += 3;
+			p++;
+		}
+	}
+	*q = '\0';
+	*out_len = (size_t)(q - out);
+	return out;
+}
+
+struct str_key {
+	const char *s;
+	size_t len;
+};
+
+static int str_eq(const struct prof_builder *b, uint32_t index, const void *key)
+{
+	const struct str_key *k = key;
+	const char *s = b->strs[index];
+
+	return strncmp(s, k->s, k->len) == 0 && s[k->len] == '\0';
+}
+
+/* Interns s (NULL is ""), storing its string_table index in *index. */
+static int intern(struct prof_builder *b, const char *s, int64_t *index)
+{
+	struct str_key key;
+	struct slot *slot;
+	char *clean = NULL, *copy;
+	uint32_t hash;
+	int err;
+
+	if (!s || !*s) {
+		*index = 0;
+		return 0;
+	}
+	key.s = s;
+	key.len = strlen(s);
+	if (!utf8_valid(s, key.len)) {
+		clean = utf8_sanitize(s, key.len, &key.len);
+		if (!clean)
+			return -ENOMEM;
+		key.s = clean;
+	}
+	hash = hash_bytes(key.s, key.len);
+	slot = htab_probe(b, &b->str_tab, hash, str_eq, &key);
+	if (slot->ref) {
+		*index = slot->ref - 1;
+		free(clean);
+		return 0;
+	}
+
+	if (b->n_strs >= UINT32_MAX - 1) {
+		err = -ENOMEM;
+		goto free_clean;
+	}
+	err = grow(&b->strs, &b->cap_strs, b->n_strs + 1, sizeof(*b->strs));
+	if (!err)
+		err = htab_reserve(&b->str_tab);
+	if (err)
+		goto free_clean;
+	/* the table may have grown: find the empty slot again */
+	slot = htab_probe(b, &b->str_tab, hash, str_eq, &key);
+	if (clean) {
+		copy = clean;
+		clean = NULL;
+	} else {
+		copy = strdup(s);
+		if (!copy) {
+			err = -ENOMEM;
+			goto free_clean;
+		}
+	}
+	b->strs[b->n_strs] = copy;
+	slot->hash = hash;
+	slot->ref = (uint32_t)b->n_strs + 1;
+	b->str_tab.used++;
+	*index = (int64_t)b->n_strs++;
+	return 0;
+
+free_clean:
+	free(clean);
+	return err;
+}
+
+/* ---- builder --------------------------------------------------------- */
+
+int prof_builder_create(struct prof_builder **out,
+			const struct prof_value_type *sample_types, size_t n_types,
+			struct prof_value_type period_type, int64_t period)
+{
+	struct prof_builder *b;
+	size_t i;
+	int err;
+
+	*out = NULL;
+	if (n_types && !sample_types)
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+
+	/* string_table[0] must be "": pprof treats index 0 as "no string" */
+	err = grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs));
+	if (err)
+		goto destroy_builder;
+	b->strs[0] = strdup("");
+	if (!b->strs[0]) {
+		err = -ENOMEM;
+		goto destroy_builder;
+	}
+	b->n_strs = 1;
+	/* "" is never looked up (intern short-cuts it), so it is not indexed */
+	err = htab_reserve(&b->str_tab);
+	if (err)
+		goto destroy_builder;
+
+	if (n_types) {
+		b->types = calloc(n_types, sizeof(*b->types));
+		if (!b->types) {
+			err = -ENOMEM;
+			goto destroy_builder;
+		}
+	}
+	b->n_types = n_types;
+	for (i = 0; i < n_types; i++) {
+		err = intern(b, sample_types[i].type, &b->types[i].type);
+		if (!err)
+			err = intern(b, sample_types[i].unit, &b->types[i].unit);
+		if (err)
+			goto destroy_builder;
+	}
+	err = intern(b, period_type.type, &b->period_type.type);
+	if (!err)
+		err = intern(b, period_type.unit, &b->period_type.unit);
+	if (err)
+		goto destroy_builder;
+	b->period = period;
+
+	*out = b;
+	return 0;
+
+destroy_builder:
+	prof_builder_destroy(b);
+	return err;
+}
+
+void prof_builder_destroy(struct prof_builder *b)
+{
+	size_t i;
+
+	if (!b)
+		return;
+	for (i = 0; i < b->n_strs; i++)
+		free(b->strs[i]);
+	free(b->strs);
+	htab_free(&b->str_tab);
+	free(b->types);
+	free(b->comments);
+	free(b->mappings);
+	free(b->functions);
+	htab_free(&b->fn_tab);
+	free(b->locations);
+	free(b->lines);
+	free(b->samples);
+	htab_free(&b->sample_tab);
+	free(b->sample_locs);
+	free(b->labels);
+	free(b->values);
+	free(b->scratch);
+	free(b);
+}
+
+void prof_set_time(struct prof_builder *b, int64_t time_nanos, int64_t duration_nanos)
+{
+	b->time_nanos = time_nanos;
+	b->duration_nanos = duration_nanos;
+}
+
+int prof_add_comment(struct prof_builder *b, const char *text)
+{
+	int64_t index;
+	int err;
+
+	if (!text)
+		return -EINVAL;
+	err = grow(&b->comments, &b->cap_comments, b->n_comments + 1, sizeof(*b->comments));
+	if (err)
+		return err;
+	err = intern(b, text, &index);
+	if (err)
+		return err;
+	b->comments[b->n_comments++] = index;
+	return 0;
+}
+
+int prof_add_mapping(struct prof_builder *b, const struct prof_mapping *m, uint64_t *id)
+{
+	struct mapping *dst;
+	int64_t filename, build_id;
+	int err;
+
+	if (!m)
+		return -EINVAL;
+	err = grow(&b->mappings, &b->cap_mappings, b->n_mappings + 1, sizeof(*b->mappings));
+	if (err)
+		return err;
+	err = intern(b, m->filename, &filename);
+	if (!err)
+		err = intern(b, m->build_id, &build_id);
+	if (err)
+		return err;
+
+	dst = &b->mappings[b->n_mappings++];
+	dst->start = m->start;
+	dst->limit = m->limit;
+	dst->offset = m->offset;
+	dst->filename = filename;
+	dst->build_id = build_id;
+	dst->has_functions = m->has_functions;
+	dst->has_filenames = m->has_filenames;
+	dst->has_line_numbers = m->has_line_numbers;
+	dst->has_inline_frames = m->has_inline_frames;
+	/* ids are 1..N in array order: consumers such as Parca reject gaps */
+	if (id)
+		*id = b->n_mappings;
+	return 0;
+}
+
+/* ---- functions and locations ----------------------------------------- */
+
+static uint32_t function_hash(const struct function *f)
+{
+	uint64_t h = 0;
+
+	h = hash_mix(h, (uint64_t)f->name);
+	h = hash_mix(h, (uint64_t)f->system_name);
+	h = hash_mix(h, (uint64_t)f->filename);
+	h = hash_mix(h, (uint64_t)f->start_line);
+	return hash_finish(h);
+}
+
+static int function_eq(const struct prof_builder *b, uint32_t index, const void *key)
+{
+	const struct function *f = &b->functions[index], *k = key;
+
+	return f->name == k->name && f->system_name == k->system_name &&
+	       f->filename == k->filename && f->start_line == k->start_line;
+}
+
+/* Interns the function of line l, storing its id (1..N) in *id. */
+static int intern_function(struct prof_builder *b, const struct prof_line *l, uint64_t *id)
+{
+	struct function key;
+	struct slot *slot;
+	uint32_t hash;
+	int err;
+
+	err = intern(b, l->function, &key.name);
+	if (!err)
+		err = intern(b, l->system_name ? l->system_name : l->function, &key.system_name);
+	if (!err)
+		err = intern(b, l->filename, &key.filename);
+	if (err)
+		return err;
+	key.start_line = l->start_line;
+
+	hash = function_hash(&key);
+	if (b->fn_tab.slots) {
+		slot = htab_probe(b, &b->fn_tab, hash, function_eq, &key);
+		if (slot->ref) {
+			*id = slot->ref;
+			return 0;
+		}
+	}
+	err = grow(&b->functions, &b->cap_functions, b->n_functions + 1, sizeof(*b->functions));
+	if (!err)
+		err = htab_reserve(&b->fn_tab);
+	if (err)
+		return err;
+	slot = htab_probe(b, &b->fn_tab, hash, function_eq, &key);
+	b->functions[b->n_functions] = key;
+	slot->hash = hash;
+	slot->ref = (uint32_t)b->n_functions + 1;
+	b->fn_tab.used++;
+	*id = ++b->n_functions;
+	return 0;
+}
+
+int prof_add_location(struct prof_builder *b, uint64_t mapping_id, uint64_t address,
+		      const struct prof_line *lines, size_t n_lines, uint64_t *id)
+{
+	struct location *loc;
+	size_t i, n_kept = 0;
+	int err;
+
+	if (n_lines && !lines)
+		return -EINVAL;
+	if (mapping_id > b->n_mappings)
+		return -EINVAL;
+	for (i = 0; i < n_lines; i++)
+		if (lines[i].function)
+			n_kept++;
+	/* pprof cannot place such a location anywhere; callers drop the frame */
+	if (!address && !n_kept)
+		return -EINVAL;
+	if (b->n_locations >= UINT32_MAX)
+		return -ENOMEM;
+
+	err = grow(&b->locations, &b->cap_locations, b->n_locations + 1, sizeof(*b->locations));
+	if (!err)
+		err = grow(&b->lines, &b->cap_lines, b->n_lines + n_kept, sizeof(*b->lines));
+	if (err)
+		return err;
+
+	/*
+	 * Functions interned here stay even if a later line fails: they are
+	 * harmless unreferenced entries, and the location is only committed
+	 * once every line is known.
+	 */
+	loc = &b->locations[b->n_locations];
+	loc->mapping_id = mapping_id;
+	loc->address = address;
+	loc->line_off = b->n_lines;
+	loc->n_lines = 0;
+	for (i = 0; i < n_lines; i++) {
+		struct line *dst = &b->lines[loc->line_off + loc->n_lines];
+
+		if (!lines[i].function)
+			continue;
+		err = intern_function(b, &lines[i], &dst->function_id);
+		if (err)
+			return err;
+		dst->line = lines[i].line;
+		loc->n_lines++;
+	}
+	b->n_lines += loc->n_lines;
+	b->n_locations++;
+	if (id)
+		*id = b->n_locations;
+	return 0;
+}
+
+/* ---- samples --------------------------------------------------------- */
+
+static int label_cmp(const struct label *a, const struct label *c)
+{
+	if (a->key != c->key)
+		return a->key < c->key ? -1 : 1;
+	if (a->str != c->str)
+		return a->str < c->str ? -1 : 1;
+	if (a->num != c->num)
+		return a->num < c->num ? -1 : 1;
+	if (a->num_unit != c->num_unit)
+		return a->num_unit < c->num_unit ? -1 : 1;
+	return 0;
+}
+
+static int sample_eq(const struct prof_builder *b, uint32_t index, const void *key)
+{
+	const struct sample *s = &b->samples[index];
+	const struct sample_key *k = key;
+	size_t i;
+
+	if (s->n_locs != k->n_locs || s->n_labels != k->n_labels)
+		return 0;
+	if (k->n_locs && memcmp(&b->sample_locs[s->loc_off], k->locs,
+				k->n_locs * sizeof(*k->locs)))
+		return 0;
+	for (i = 0; i < k->n_labels; i++)
+		if (label_cmp(&b->labels[s->label_off + i], &k->labels[i]))
+			return 0;
+	return 1;
+}
+
+static uint32_t sample_hash(const struct sample_key *k)
+{
+	uint64_t h = hash_mix(0, k->n_locs);
+	size_t i;
+
+	for (i = 0; i < k->n_locs; i++)
+		h = hash_mix(h, k->locs[i]);
+	h = hash_mix(h, k->n_labels);
+	for (i = 0; i < k->n_labels; i++) {
+		h = hash_mix(h, (uint64_t)k->labels[i].key);
+		h = hash_mix(h, (uint64_t)k->labels[i].str);
+		h = hash_mix(h, (uint64_t)k->labels[i].num);
+		h = hash_mix(h, (uint64_t)k->labels[i].num_unit);
+	}
+	return hash_finish(h);
+}
+
+/*
+ * Interns labels into b->scratch in a canonical order, so that the same
+ * label set given in another order still merges.
+ */
+static int scratch_labels(struct prof_builder *b, const struct prof_label *labels, size_t n)
+{
+	size_t i, j;
+	int err;
+
+	err = grow(&b->scratch, &b->cap_scratch, n, sizeof(*b->scratch));
+	if (err)
+		return err;
+	for (i = 0; i < n; i++) {
+		struct label l = { 0 };
+
+		err = intern(b, labels[i].key, &l.key);
+		if (err)
+			return err;
+		if (labels[i].str) {
+			err = intern(b, labels[i].str, &l.str);
+		} else {
+			l.num = labels[i].num;
+			err = intern(b, labels[i].num_unit, &l.num_unit);
+		}
+		if (err)
+			return err;
+		/* insertion sort: label sets are a handful of entries */
+		for (j = i; j > 0 && label_cmp(&b->scratch[j - 1], &l) > 0; j--)
+			b->scratch[j] = b->scratch[j - 1];
+		b->scratch[j] = l;
+	}
+	return 0;
+}
+
+int prof_add_sample(struct prof_builder *b, const uint64_t *location_ids, size_t n_locations,
+		    const int64_t *values, const struct prof_label *labels, size_t n_labels)
+{
+	struct sample_key key;
+	struct sample *s;
+	struct slot *slot;
+	uint32_t hash;
+	size_t i;
+	int64_t *dst;
+	int err;
+
+	if ((n_locations && !location_ids) || (b->n_types && !values) ||
+	    (n_labels && !labels))
+		return -EINVAL;
+	for (i = 0; i < n_locations; i++)
+		if (!location_ids[i] || location_ids[i] > b->n_locations)
+			return -EINVAL;
+	for (i = 0; i < n_labels; i++)
+		if (!labels[i].key || !*labels[i].key)
+			return -EINVAL;
+
+	err = scratch_labels(b, labels, n_labels);
+	if (err)
+		return err;
+	key.locs = location_ids;
+	key.n_locs = n_locations;
+	key.labels = b->scratch;
+	key.n_labels = n_labels;
+	hash = sample_hash(&key);
+
+	if (b->sample_tab.slots) {
+		slot = htab_probe(b, &b->sample_tab, hash, sample_eq, &key);
+		if (slot->ref) {
+			dst = &b->values[(size_t)(slot->ref - 1) * b->n_types];
+			for (i = 0; i < b->n_types; i++)
+				dst[i] = add_wrap(dst[i], values[i]);
+			return 0;
+		}
+	}
+
+	if (b->n_samples >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if (b->n_types && b->n_samples + 1 > SIZE_MAX / b->n_types)
+		return -ENOMEM;
+	/* reserve everything first so that a failure leaves no partial sample */
+	err = grow(&b->samples, &b->cap_samples, b->n_samples + 1, sizeof(*b->samples));
+	if (!err)
+		err = grow(&b->sample_locs, &b->cap_sample_locs, b->n_sample_locs + n_locations,
+			   sizeof(*b->sample_locs));
+	if (!err)
+		err = grow(&b->labels, &b->cap_labels, b->n_labels + n_labels, sizeof(*b->labels));
+	if (!err && b->n_types)
+		err = grow(&b->values, &b->cap_values, (b->n_samples + 1) * b->n_types,
+			   sizeof(*b->values));
+	if (!err)
+		err = htab_reserve(&b->sample_tab);
+	if (err)
+		return err;
+	slot = htab_probe(b, &b->sample_tab, hash, sample_eq, &key);
+
+	s = &b->samples[b->n_samples];
+	s->loc_off = b->n_sample_locs;
+	s->n_locs = n_locations;
+	s->label_off = b->n_labels;
+	s->n_labels = n_labels;
+	s->hash = hash;
+	if (n_locations)
+		memcpy(&b->sample_locs[s->loc_off], location_ids,
+		       n_locations * sizeof(*location_ids));
+	if (n_labels)
+		memcpy(&b->labels[s->label_off], b->scratch, n_labels * sizeof(*b->scratch));
+	if (b->n_types)
+		memcpy(&b->values[b->n_samples * b->n_types], values,
+		       b->n_types * sizeof(*values));
+	b->n_sample_locs += n_locations;
+	b->n_labels += n_labels;
+	slot->hash = hash;
+	slot->ref = (uint32_t)b->n_samples + 1;
+	b->sample_tab.used++;
+	b->n_samples++;
+	return 0;
+}
+
+size_t prof_sample_count(const struct prof_builder *b)
+{
+	return b->n_samples;
+}
+
+/* ---- encoding -------------------------------------------------------- */
+
+/*
+ * The message tree for one pack: the message structs point into these
+ * arrays, and into the builder's own arrays where the layouts coincide
+ * (string table, sample location ids and values, comments).
+ */
+struct msg_parts {
+	Perftools__Profiles__ValueType *types, **type_ptrs, period_type;
+	Perftools__Profiles__Mapping *mappings, **mapping_ptrs;
+	Perftools__Profiles__Function *functions, **function_ptrs;
+	Perftools__Profiles__Line *lines, **line_ptrs;
+	Perftools__Profiles__Location *locations, **location_ptrs;
+	Perftools__Profiles__Label *labels, **label_ptrs;
+	Perftools__Profiles__Sample *samples, **sample_ptrs;
+};
+
+static void msg_parts_free(struct msg_parts *p)
+{
+	free(p->types);
+	free(p->type_ptrs);
+	free(p->mappings);
+	free(p->mapping_ptrs);
+	free(p->functions);
+	free(p->function_ptrs);
+	free(p->lines);
+	free(p->line_ptrs);
+	free(p->locations);
+	free(p->location_ptrs);
+	free(p->labels);
+	free(p->label_ptrs);
+	free(p->samples);
+	free(p->sample_ptrs);
+}
+
+/* Allocates n structs of size bytes and n pointers to them (none when n == 0). */
+static int alloc_parts(void *structsp, void *ptrsp, size_t n, size_t size)
+{
+	unsigned char *structs;
+	void **ptrs;
+	size_t i;
+
+	if (!n)
+		return 0;
+	structs = calloc(n, size);
+	ptrs = calloc(n, sizeof(*ptrs));
+	if (!structs || !ptrs) {
+		free(structs);
+		free(ptrs);
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++)
+		ptrs[i] = structs + i * size;
+	memcpy(structsp, &structs, sizeof(structs));
+	memcpy(ptrsp, &ptrs, sizeof(ptrs));
+	return 0;
+}
+
+int prof_builder_pack(struct prof_builder *b, struct ProtobufCBuffer *out)
+{
+	Perftools__Profiles__Profile msg = PERFTOOLS__PROFILES__PROFILE__INIT;
+	struct msg_parts p = { 0 };
+	size_t i;
+	int err;
+
+	err = alloc_parts(&p.types, &p.type_ptrs, b->n_types, sizeof(*p.types));
+	if (!err)
+		err = alloc_parts(&p.mappings, &p.mapping_ptrs, b->n_mappings,
+				  sizeof(*p.mappings));
+	if (!err)
+		err = alloc_parts(&p.functions, &p.function_ptrs, b->n_functions,
+				  sizeof(*p.functions));
+	if (!err)
+		err = alloc_parts(&p.lines, &p.line_ptrs, b->n_lines, sizeof(*p.lines));
+	if (!err)
+		err = alloc_parts(&p.locations, &p.location_ptrs, b->n_locations,
+				  sizeof(*p.locations));
+	if (!err)
+		err = alloc_parts(&p.labels, &p.label_ptrs, b->n_labels, sizeof(*p.labels));
+	if (!err)
+		err = alloc_parts(&p.samples, &p.sample_ptrs, b->n_samples, sizeof(*p.samples));
+	if (err)
+		goto free_parts;
+
+	for (i = 0; i < b->n_types; i++) {
+		perftools__profiles__value_type__init(&p.types[i]);
+		p.types[i].type = b->types[i].type;
+		p.types[i].unit = b->types[i].unit;
+	}
+	perftools__profiles__value_type__init(&p.period_type);
+	p.period_type.type = b->period_type.type;
+	p.period_type.unit = b->period_type.unit;
+
+	for (i = 0; i < b->n_mappings; i++) {
+		const struct mapping *m = &b->mappings[i];
+		Perftools__Profiles__Mapping *pm = &p.mappings[i];
+
+		perftools__profiles__mapping__init(pm);
+		pm->id = i + 1;
+		pm->memory_start = m->start;
+		pm->memory_limit = m->limit;
+		pm->file_offset = m->offset;
+		pm->filename = m->filename;
+		pm->build_id = m->build_id;
+		pm->has_functions = m->has_functions;
+		pm->has_filenames = m->has_filenames;
+		pm->has_line_numbers = m->has_line_numbers;
+		pm->has_inline_frames = m->has_inline_frames;
+	}
+
+	for (i = 0; i < b->n_functions; i++) {
+		const struct function *f = &b->functions[i];
+		Perftools__Profiles__Function *pf = &p.functions[i];
+
+		perftools__profiles__function__init(pf);
+		pf->id = i + 1;
+		pf->name = f->name;
+		pf->system_name = f->system_name;
+		pf->filename = f->filename;
+		pf->start_line = f->start_line;
+	}
+
+	for (i = 0; i < b->n_lines; i++) {
+		perftools__profiles__line__init(&p.lines[i]);
+		p.lines[i].function_id = b->lines[i].function_id;
+		p.lines[i].line = b->lines[i].line;
+	}
+
+	for (i = 0; i < b->n_locations; i++) {
+		const struct location *l = &b->locations[i];
+		Perftools__Profiles__Location *pl = &p.locations[i];
+
+		perftools__profiles__location__init(pl);
+		pl->id = i + 1;
+		pl->mapping_id = l->mapping_id;
+		pl->address = l->address;
+		pl->n_line = l->n_lines;
+		pl->line = l->n_lines ? &p.line_ptrs[l->line_off] : NULL;
+	}
+
+	for (i = 0; i < b->n_labels; i++) {
+		perftools__profiles__label__init(&p.labels[i]);
+		p.labels[i].key = b->labels[i].key;
+		p.labels[i].str = b->labels[i].str;
+		p.labels[i].num = b->labels[i].num;
+		p.labels[i].num_unit = b->labels[i].num_unit;
+	}
+
+	for (i = 0; i < b->n_samples; i++) {
+		const struct sample *s = &b->samples[i];
+		Perftools__Profiles__Sample *ps = &p.samples[i];
+
+		perftools__profiles__sample__init(ps);
+		ps->n_location_id = s->n_locs;
+		ps->location_id = s->n_locs ? &b->sample_locs[s->loc_off] : NULL;
+		ps->n_value = b->n_types;
+		ps->value = b->n_types ? &b->values[i * b->n_types] : NULL;
+		ps->n_label = s->n_labels;
+		ps->label = s->n_labels ? &p.label_ptrs[s->label_off] : NULL;
+	}
+
+	msg.n_sample_type = b->n_types;
+	msg.sample_type = p.type_ptrs;
+	msg.n_sample = b->n_samples;
+	msg.sample = p.sample_ptrs;
+	msg.n_mapping = b->n_mappings;
+	msg.mapping = p.mapping_ptrs;
+	msg.n_location = b->n_locations;
+	msg.location = p.location_ptrs;
+	msg.n_function = b->n_functions;
+	msg.function = p.function_ptrs;
+	msg.n_string_table = b->n_strs;
+	msg.string_table = b->strs;
+	msg.time_nanos = b->time_nanos;
+	msg.duration_nanos = b->duration_nanos;
+	msg.period_type = &p.period_type;
+	msg.period = b->period;
+	msg.n_comment = b->n_comments;
+	msg.comment = b->comments;
+
+	perftools__profiles__profile__pack_to_buffer(&msg, out);
+	err = 0;
+
+free_parts:
+	msg_parts_free(&p);
+	return err;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Raw (unsymbolized) samples aggregated in memory during a session:
+ * (thread, frames) -> summed values.  Frames are runtime addresses tagged
+ * with the module they were in when sampled, so a later dlclose cannot make
+ * them ambiguous.  Allocation-free once the set of distinct stacks stops
+ * growing.
+ */
+#ifndef CPROF_PROFILE_STACKS_H
+#define CPROF_PROFILE_STACKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+	PROF_FRAME_EXACT = 1 << 0,	/* addr is an exact pc (leaf, signal frame): no -1 */
+};
+
+struct prof_frame {
+	uint64_t addr;
+	uint32_t module;	/* sym_module id, 0 when in no known module */
+	uint32_t flags;		/* PROF_FRAME_* */
+};
+
+struct prof_stacks;
+
+/* n_values: values per sample (e.g. 2: count, cpu ns).  Returns 0 or -ENOMEM. */
+int prof_stacks_create(struct prof_stacks **out, size_t n_values);
+void prof_stacks_destroy(struct prof_stacks *s);
+
+/* Adds values to the (thread, frames) entry, creating it.  Frames leaf first.
+ * Returns 0 or -ENOMEM. */
+int prof_stacks_add(struct prof_stacks *s, uint32_t thread, const struct prof_frame *frames,
+		    size_t n_frames, const int64_t *values);
+
+/* Number of distinct entries. */
+size_t prof_stacks_count(const struct prof_stacks *s);
+
+typedef int (*prof_stacks_fn)(uint32_t thread, const struct prof_frame *frames, size_t n_frames,
+			      const int64_t *values, void *arg);
+
+/* Calls fn for every entry in insertion order; stops at and returns the first
+ * non-zero return of fn. */
+int prof_stacks_foreach(const struct prof_stacks *s, prof_stacks_fn fn, void *arg);
+
+#endif
