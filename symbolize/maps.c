@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/* Reading and parsing /proc/PID/maps into a sorted array of mappings. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize/maps.h"
+
+#define DELETED_SUFFIX " (deleted)"
+
+void sym_maps_free(struct sym_maps *m)
+{
+	if (m == NULL)
+		return;
+	for (size_t i = 0; i < m->n; i++)
+		free(m->v[i].path);
+	free(m->v);
+	m->v = NULL;
+	m->n = 0;
+}
+
+/* Parses a hex number at *p up to a non-hex character; advances *p. */
+static int parse_hex(const char **p, const char *end, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+	int digits = 0;
+
+	while (s < end) {
+		unsigned d;
+
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (*s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else if (*s >= 'A' && *s <= 'F')
+			d = (unsigned)(*s - 'A' + 10);
+		else
+			break;
+		/* More than 16 digits cannot be an address: reject, not wrap. */
+		if (++digits > 16)
+			return -EINVAL;
+		v = v << 4 | d;
+		s++;
+	}
+	if (digits == 0)
+		return -EINVAL;
+	*p = s;
+	*out = v;
+	return 0;
+}
+
+static int parse_dec(const char **p, const char *end, uint64_t *out)
+{
+	const char *s = *p;
+	uint64_t v = 0;
+
+	if (s >= end || *s < '0' || *s > '9')
+		return -EINVAL;
+	while (s < end && *s >= '0' && *s <= '9') {
+		if (v > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*s - '0');
+		s++;
+	}
+	*p = s;
+	*out = v;
+	return 0;
+}
+
+static int expect_char(const char **p, const char *end, char c)
+{
+	if (*p >= end || **p != c)
+		return -EINVAL;
+	(*p)++;
+	return 0;
+}
+
+static void skip_spaces(const char **p, const char *end)
+{
+	while (*p < end && (**p == ' ' || **p == '\t'))
+		(*p)++;
+}
+
+/*
+ * One line, without its newline:
+ *   start-end perms offset major:minor inode [path]
+ * The path is everything after the blanks that follow the inode, so it may
+ * contain spaces; only the kernel's " (deleted)" suffix is taken off.
+ */
+static int parse_line(const char *s, const char *end, struct sym_map *m)
+{
+	uint64_t major, minor;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	if ((ret = parse_hex(&s, end, &m->start)) < 0 ||
+	    (ret = expect_char(&s, end, '-')) < 0 ||
+	    (ret = parse_hex(&s, end, &m->end)) < 0 ||
+	    (ret = expect_char(&s, end, ' ')) < 0)
+		return ret;
+	if (m->end < m->start)
+		return -EINVAL;
+
+	if (end - s < 4)
+		return -EINVAL;
+	if (s[0] == 'r')
+		m->perms |= SYM_MAP_R;
+	if (s[1] == 'w')
+		m->perms |= SYM_MAP_W;
+	if (s[2] == 'x')
+		m->perms |= SYM_MAP_X;
+	if (s[3] == 'p')
+		m->perms |= SYM_MAP_P;
+	s += 4;
+
+	skip_spaces(&s, end);
+	if ((ret = parse_hex(&s, end, &m->offset)) < 0)
+		return ret;
+	skip_spaces(&s, end);
+	if ((ret = parse_hex(&s, end, &major)) < 0 ||
+	    (ret = expect_char(&s, end, ':')) < 0 ||
+	    (ret = parse_hex(&s, end, &minor)) < 0)
+		return ret;
+	m->dev_major = (uint32_t)major;
+	m->dev_minor = (uint32_t)minor;
+	skip_spaces(&s, end);
+	if ((ret = parse_dec(&s, end, &m->inode)) < 0)
+		return ret;
+	skip_spaces(&s, end);
+
+	size_t len = (size_t)(end - s);
+	size_t slen = sizeof(DELETED_SUFFIX) - 1;
+
+	if (len >= slen && memcmp(end - slen, DELETED_SUFFIX, slen) == 0) {
+		m->deleted = true;
+		len -= slen;
+	}
+	m->path = strndup(s, len);
+	if (m->path == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct sym_map *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return 0;
+}
+
+int sym_maps_parse(const char *text, size_t len, struct sym_maps *out)
+{
+	struct sym_maps m = { NULL, 0 };
+	size_t cap = 0;
+	const char *p = text, *end = text + len;
+	int ret;
+
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *line_end = nl != NULL ? nl : end;
+
+		if (line_end == p) {
+			p = line_end + 1;
+			continue;
+		}
+		if (m.n == cap) {
+			size_t ncap = cap != 0 ? cap * 2 : 64;
+			struct sym_map *v = realloc(m.v, ncap * sizeof(*v));
+
+			if (v == NULL) {
+				ret = -ENOMEM;
+				goto free_maps;
+			}
+			m.v = v;
+			cap = ncap;
+		}
+		ret = parse_line(p, line_end, &m.v[m.n]);
+		if (ret < 0)
+			goto free_maps;
+		m.n++;
+		p = line_end + 1;
+	}
+
+	/* The kernel emits them sorted; sort anyway so lookups never depend on it. */
+	if (m.n > 1)
+		qsort(m.v, m.n, sizeof(*m.v), cmp_map);
+
+	sym_maps_free(out);
+	*out = m;
+	return 0;
+
+free_maps:
+	sym_maps_free(&m);
+	sym_maps_free(out);
+	return ret;
+}
+
+int sym_maps_read(pid_t pid, struct sym_maps *out)
+{
+	char path[64];
+	char *buf = NULL;
+	size_t len = 0, cap = 0;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = errno == ENOENT ? -ESRCH : -errno;
+		goto out;
+	}
+
+	/*
+	 * The file is generated as it is read, a page at a time: read until
+	 * EOF into a growing buffer rather than trusting any size.
+	 */
+	for (;;) {
+		if (cap - len < 4096) {
+			size_t ncap = cap != 0 ? cap * 2 : 16384;
+			char *nbuf = realloc(buf, ncap);
+
+			if (nbuf == NULL) {
+				ret = -ENOMEM;
+				goto free_buf;
+			}
+			buf = nbuf;
+			cap = ncap;
+		}
+		ssize_t r = read(fd, buf + len, cap - len);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			/* A process that exits while we read gives ESRCH or EIO. */
+			ret = errno == EIO ? -ESRCH : -errno;
+			goto free_buf;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+	}
+
+	ret = sym_maps_parse(buf, len, out);
+
+free_buf:
+	free(buf);
+	close(fd);
+out:
+	if (ret < 0)
+		sym_maps_free(out);
+	return ret;
+}
+
+const struct sym_map *sym_maps_find(const struct sym_maps *m, uint64_t addr)
+{
+	size_t lo = 0, hi;
+
+	if (m == NULL || m->n == 0)
+		return NULL;
+	hi = m->n;
+	/* Find the last mapping whose start is <= addr. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->v[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	if (addr < m->v[lo - 1].end)
+		return &m->v[lo - 1];
+	return NULL;
+}

@@ -1,0 +1,636 @@
+/* SPDX-License-Identifier: MIT */
+/* The table of ELF modules mapped in a target: discovery, ELF facts, fast lookup. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "symbolize/module.h"
+
+#ifndef NT_GNU_BUILD_ID
+#define NT_GNU_BUILD_ID 3
+#endif
+
+/* Largest vdso we copy; real ones are one or two pages. */
+#define VDSO_MAX (1u << 20)
+
+/* A module plus what identifies it in the maps; callers see only pub. */
+struct mod_entry {
+	struct sym_module pub;
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+};
+
+struct index_entry {
+	uint64_t start, end;
+	const struct sym_module *mod;
+};
+
+struct sym_modtab {
+	pid_t pid;
+	/* Pointers, so that a module never moves once handed out. */
+	struct mod_entry **mods;
+	size_t n, cap;
+	struct index_entry *index;	/* mapped modules by text_start */
+	size_t nindex;
+};
+
+/* One executable file instance found in the maps during an update. */
+struct candidate {
+	const struct sym_map *first_x;	/* first executable mapping */
+	uint64_t base;
+	uint64_t text_start, text_end, text_offset;
+	bool have_base;
+};
+
+int sym_modtab_create(struct sym_modtab **out, pid_t pid)
+{
+	struct sym_modtab *t;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	t = calloc(1, sizeof(*t));
+	if (t == NULL)
+		return -ENOMEM;
+	t->pid = pid;
+	*out = t;
+	return 0;
+}
+
+void sym_modtab_destroy(struct sym_modtab *t)
+{
+	if (t == NULL)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		struct mod_entry *e = t->mods[i];
+
+		if (e->pub.fd >= 0)
+			close(e->pub.fd);
+		free(e->pub.path);
+		free(e->pub.build_id);
+		free(e->pub.open_path);
+		free(e);
+	}
+	free(t->mods);
+	free(t->index);
+	free(t);
+}
+
+static bool same_file(const struct sym_map *a, const struct sym_map *b)
+{
+	return a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor && strcmp(a->path, b->path) == 0;
+}
+
+static bool is_vdso(const struct sym_map *m)
+{
+	return strcmp(m->path, "[vdso]") == 0;
+}
+
+/*
+ * Executable mappings worth a module: file-backed ones and [vdso].  Anonymous
+ * code (JITs), [vsyscall] and other pseudo-files have no ELF file to read.
+ */
+static bool wanted(const struct sym_map *m)
+{
+	if (!(m->perms & SYM_MAP_X))
+		return false;
+	if (is_vdso(m))
+		return true;
+	if (m->path[0] == '\0' || m->path[0] == '[')
+		return false;
+	return true;
+}
+
+/* Reads the build-id out of one note buffer. */
+static char *build_id_from_notes(Elf_Data *data)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t off = 0, next, name_off, desc_off;
+	GElf_Nhdr nhdr;
+
+	while (off < data->d_size &&
+	       (next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
+		const char *name = (const char *)data->d_buf + name_off;
+
+		if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
+		    memcmp(name, "GNU", 4) == 0 && nhdr.n_descsz > 0 &&
+		    nhdr.n_descsz <= 64) {
+			const unsigned char *d =
+				(const unsigned char *)data->d_buf + desc_off;
+			char *s = malloc(nhdr.n_descsz * 2 + 1);
+
+			if (s == NULL)
+				return NULL;
+			for (size_t i = 0; i < nhdr.n_descsz; i++) {
+				s[2 * i] = hex[d[i] >> 4];
+				s[2 * i + 1] = hex[d[i] & 15];
+			}
+			s[nhdr.n_descsz * 2] = '\0';
+			return s;
+		}
+		off = next;
+	}
+	return NULL;
+}
+
+/*
+ * Reads build-id, bias and PT_GNU_EH_FRAME from the module's file.  A file
+ * that is not ELF, or is truncated, leaves the fields at their defaults: the
+ * module stays, unsymbolizable.
+ */
+static void read_elf_facts(struct sym_module *mod, const struct candidate *c)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t page_mask = ~(uint64_t)((page > 0 ? page : 4096) - 1);
+	bool have_load = false, have_x_load = false;
+	uint64_t first_rel = 0, x_bias = 0;
+	GElf_Ehdr ehdr;
+	size_t phnum;
+	Elf *elf;
+
+	elf = elf_begin(mod->fd, ELF_C_READ_MMAP, NULL);
+	if (elf == NULL)
+		return;
+	if (elf_kind(elf) != ELF_K_ELF || gelf_getehdr(elf, &ehdr) == NULL ||
+	    elf_getphdrnum(elf, &phnum) != 0)
+		goto end_elf;
+
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) == NULL)
+			break;
+		if (ph.p_type == PT_LOAD && !have_load) {
+			/*
+			 * The loader maps the first segment from its page at
+			 * file offset 0 (base): bias = base - that page's vaddr.
+			 */
+			first_rel = (ph.p_vaddr & page_mask) - (ph.p_offset & page_mask);
+			have_load = true;
+		}
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && !have_x_load &&
+		    c->text_offset >= (ph.p_offset & page_mask) &&
+		    c->text_offset < ph.p_offset + ph.p_filesz) {
+			/* The same bias, from where the text really is. */
+			x_bias = c->text_start + (ph.p_offset - c->text_offset) -
+				 ph.p_vaddr;
+			have_x_load = true;
+		}
+		if (ph.p_type == PT_NOTE && mod->build_id == NULL) {
+			Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset,
+							   ph.p_filesz,
+							   ph.p_align == 8 ? ELF_T_NHDR8
+									   : ELF_T_NHDR);
+
+			if (d != NULL)
+				mod->build_id = build_id_from_notes(d);
+		}
+	}
+	if (c->have_base && have_load) {
+		mod->bias = c->base - first_rel;
+	} else if (have_x_load) {
+		/*
+		 * No mapping at offset 0 (seen while the loader is still
+		 * mapping the file): the executable segment is the truth.
+		 */
+		mod->bias = x_bias;
+		mod->base = x_bias + first_rel;
+	}
+
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) == NULL)
+			break;
+		if (ph.p_type == PT_GNU_EH_FRAME) {
+			mod->eh_frame_hdr = mod->bias + ph.p_vaddr;
+			mod->eh_frame_hdr_len = ph.p_memsz;
+			break;
+		}
+	}
+
+	/* Objects without PT_NOTE (rare, hand-made): look at the sections. */
+	if (mod->build_id == NULL) {
+		Elf_Scn *scn = NULL;
+
+		while ((scn = elf_nextscn(elf, scn)) != NULL && mod->build_id == NULL) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+
+			if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_NOTE)
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (d != NULL &&
+			    (d->d_type == ELF_T_NHDR || d->d_type == ELF_T_NHDR8))
+				mod->build_id = build_id_from_notes(d);
+		}
+	}
+
+end_elf:
+	elf_end(elf);
+}
+
+/* Copies the target's vdso into a memfd, so that it reads like a file. */
+static int copy_vdso(pid_t pid, const struct sym_map *m)
+{
+	size_t len = (size_t)(m->end - m->start);
+	void *buf;
+	ssize_t got = -1;
+	int fd = -1;
+
+	if (len == 0 || len > VDSO_MAX)
+		return -EINVAL;
+	buf = malloc(len);
+	if (buf == NULL)
+		return -ENOMEM;
+
+#ifdef HAVE_PROCESS_VM_READV
+	struct iovec local = { buf, len };
+	struct iovec remote = { (void *)(uintptr_t)m->start, len };
+
+	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+#endif
+	if (got != (ssize_t)len) {
+		/* Some kernels refuse process_vm_readv on special mappings. */
+		char path[64];
+		int mem;
+
+		snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+		mem = open(path, O_RDONLY | O_CLOEXEC);
+		if (mem < 0) {
+			fd = -errno;
+			goto free_buf;
+		}
+		got = pread(mem, buf, len, (off_t)m->start);
+		close(mem);
+		if (got != (ssize_t)len) {
+			fd = -EIO;
+			goto free_buf;
+		}
+	}
+
+	fd = memfd_create("cprof-vdso", MFD_CLOEXEC);
+	if (fd < 0) {
+		fd = -errno;
+		goto free_buf;
+	}
+	if (write(fd, buf, len) != (ssize_t)len) {
+		close(fd);
+		fd = -EIO;
+	}
+
+free_buf:
+	free(buf);
+	return fd;
+}
+
+static bool fd_is(int fd, const struct sym_map *m)
+{
+	struct stat st;
+
+	/* Overlay filesystems may report another st_dev: the inode decides. */
+	return fstat(fd, &st) == 0 && (uint64_t)st.st_ino == m->inode;
+}
+
+/*
+ * Opens the file of mapping m as the target sees it.  On success stores the
+ * path used in *open_path.  A deleted file is only reachable through
+ * map_files (its path may name a newer file by now).
+ */
+static int open_module_file(pid_t pid, const struct sym_map *m, char **open_path)
+{
+	char *root_path = NULL, *mf_path = NULL;
+	int fd = -1, mf_fd;
+
+	if (!m->deleted && m->path[0] == '/') {
+		if (asprintf(&root_path, "/proc/%d/root%s", (int)pid, m->path) < 0)
+			return -ENOMEM;
+		fd = open(root_path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0 && fd_is(fd, m)) {
+			struct stat st_fd, st_path;
+
+			/*
+			 * When the target shares our view of the file, keep
+			 * the plain path: it outlives the target, which the
+			 * debuglink search at symbolization time may need.
+			 */
+			if (fstat(fd, &st_fd) == 0 && stat(m->path, &st_path) == 0 &&
+			    st_fd.st_dev == st_path.st_dev &&
+			    st_fd.st_ino == st_path.st_ino) {
+				char *plain = strdup(m->path);
+
+				if (plain != NULL) {
+					free(root_path);
+					root_path = plain;
+				}
+			}
+			*open_path = root_path;
+			return fd;
+		}
+	}
+
+	if (asprintf(&mf_path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
+		     (int)pid, m->start, m->end) < 0) {
+		mf_fd = -ENOMEM;
+		goto fallback;
+	}
+	mf_fd = open(mf_path, O_RDONLY | O_CLOEXEC);
+	if (mf_fd >= 0) {
+		if (fd >= 0)
+			close(fd);
+		free(root_path);
+		*open_path = mf_path;
+		return mf_fd;
+	}
+	mf_fd = -errno;
+	free(mf_path);
+
+fallback:
+	/* Not the same inode, but the best we have without privileges. */
+	if (fd >= 0) {
+		*open_path = root_path;
+		return fd;
+	}
+	free(root_path);
+	return mf_fd;
+}
+
+static int add_module(struct sym_modtab *t, const struct candidate *c,
+		      const struct stat *exe, const char *exe_path)
+{
+	const struct sym_map *m = c->first_x;
+	struct mod_entry *e;
+
+	if (t->n == t->cap) {
+		size_t ncap = t->cap != 0 ? t->cap * 2 : 32;
+		struct mod_entry **v = realloc(t->mods, ncap * sizeof(*v));
+
+		if (v == NULL)
+			return -ENOMEM;
+		t->mods = v;
+		t->cap = ncap;
+	}
+	e = calloc(1, sizeof(*e));
+	if (e == NULL)
+		return -ENOMEM;
+	e->pub.path = strdup(m->path);
+	if (e->pub.path == NULL)
+		goto free_entry;
+	e->inode = m->inode;
+	e->dev_major = m->dev_major;
+	e->dev_minor = m->dev_minor;
+	e->pub.id = (uint32_t)t->n + 1;
+	e->pub.base = c->base;
+	e->pub.bias = c->base;
+	e->pub.text_start = c->text_start;
+	e->pub.text_end = c->text_end;
+	e->pub.text_offset = c->text_offset;
+	e->pub.mapped = true;
+	e->pub.deleted = m->deleted;
+	e->pub.fd = -1;
+
+	if (is_vdso(m)) {
+		e->pub.is_vdso = true;
+		e->pub.fd = copy_vdso(t->pid, m);
+		if (e->pub.fd >= 0) {
+			e->pub.open_path = strdup("[vdso]");
+			if (e->pub.open_path == NULL)
+				goto close_fd;
+		}
+	} else {
+		e->pub.fd = open_module_file(t->pid, m, &e->pub.open_path);
+		if (e->pub.fd == -ENOMEM)
+			goto free_path;
+		if (exe != NULL && m->inode != 0 &&
+		    (uint64_t)exe->st_ino == m->inode &&
+		    (major(exe->st_dev) == m->dev_major &&
+		     minor(exe->st_dev) == m->dev_minor))
+			e->pub.is_main = true;
+		else if (exe_path != NULL && strcmp(exe_path, m->path) == 0)
+			e->pub.is_main = true;
+	}
+	if (e->pub.fd < 0)
+		e->pub.fd = -1;
+	else
+		read_elf_facts(&e->pub, c);
+
+	t->mods[t->n++] = e;
+	return 0;
+
+close_fd:
+	close(e->pub.fd);
+free_path:
+	free(e->pub.path);
+free_entry:
+	free(e);
+	return -ENOMEM;
+}
+
+static int cmp_index(const void *a, const void *b)
+{
+	const struct index_entry *x = a, *y = b;
+
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return 0;
+}
+
+static int rebuild_index(struct sym_modtab *t)
+{
+	struct index_entry *idx;
+	size_t n = 0;
+
+	idx = malloc((t->n != 0 ? t->n : 1) * sizeof(*idx));
+	if (idx == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct sym_module *m = &t->mods[i]->pub;
+
+		if (!m->mapped)
+			continue;
+		idx[n].start = m->text_start;
+		idx[n].end = m->text_end;
+		idx[n].mod = m;
+		n++;
+	}
+	qsort(idx, n, sizeof(*idx), cmp_index);
+	free(t->index);
+	t->index = idx;
+	t->nindex = n;
+	return 0;
+}
+
+static struct mod_entry *find_entry(struct sym_modtab *t, const struct sym_map *m,
+				    uint64_t base)
+{
+	for (size_t i = t->n; i-- > 0;) {
+		struct mod_entry *e = t->mods[i];
+
+		if (e->pub.base == base && e->inode == m->inode &&
+		    e->dev_major == m->dev_major && e->dev_minor == m->dev_minor &&
+		    strcmp(e->pub.path, m->path) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+/* The mapping at file offset 0 of the same file at or below maps->v[i]. */
+static const struct sym_map *find_base(const struct sym_maps *maps, size_t i)
+{
+	const struct sym_map *m = &maps->v[i];
+
+	for (size_t j = i + 1; j-- > 0;) {
+		const struct sym_map *b = &maps->v[j];
+
+		if (b->offset == 0 && same_file(b, m) && b->start <= m->start &&
+		    m->start - b->start == m->offset)
+			return b;
+	}
+	/* Loaders may leave a gap (or a different layout): accept any offset-0 one. */
+	for (size_t j = i + 1; j-- > 0;) {
+		const struct sym_map *b = &maps->v[j];
+
+		if (b->offset == 0 && same_file(b, m))
+			return b;
+	}
+	return NULL;
+}
+
+int sym_modtab_update(struct sym_modtab *t, const struct sym_maps *maps)
+{
+	struct candidate *cands;
+	size_t ncands = 0;
+	struct stat exe_st;
+	char exe_buf[4096];
+	const char *exe_path = NULL;
+	bool have_exe;
+	char path[64];
+	ssize_t r;
+	int added = 0, ret;
+
+	cands = calloc(maps->n != 0 ? maps->n : 1, sizeof(*cands));
+	if (cands == NULL)
+		return -ENOMEM;
+
+	/* Group executable mappings into file instances, keyed by their base. */
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct sym_map *m = &maps->v[i];
+		const struct sym_map *b;
+		struct candidate *c = NULL;
+		uint64_t base;
+		bool have_base;
+
+		if (!wanted(m))
+			continue;
+		b = is_vdso(m) ? m : find_base(maps, i);
+		have_base = b != NULL;
+		base = b != NULL ? b->start : m->start - m->offset;
+		for (size_t k = 0; k < ncands; k++) {
+			if (cands[k].base == base && same_file(cands[k].first_x, m)) {
+				c = &cands[k];
+				break;
+			}
+		}
+		if (c == NULL) {
+			c = &cands[ncands++];
+			c->first_x = m;
+			c->base = base;
+			c->have_base = have_base;
+			c->text_start = m->start;
+			c->text_offset = m->offset;
+		}
+		c->text_end = m->end;
+	}
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)t->pid);
+	have_exe = stat(path, &exe_st) == 0;
+	r = readlink(path, exe_buf, sizeof(exe_buf) - 1);
+	if (r > 0) {
+		size_t slen = sizeof(" (deleted)") - 1;
+
+		exe_buf[r] = '\0';
+		if ((size_t)r > slen && strcmp(exe_buf + r - slen, " (deleted)") == 0)
+			exe_buf[r - slen] = '\0';
+		exe_path = exe_buf;
+	}
+
+	for (size_t i = 0; i < t->n; i++)
+		t->mods[i]->pub.mapped = false;
+
+	for (size_t k = 0; k < ncands; k++) {
+		const struct candidate *c = &cands[k];
+		struct mod_entry *e = find_entry(t, c->first_x, c->base);
+
+		if (e != NULL) {
+			/* Same file at the same place: the same module again. */
+			e->pub.mapped = true;
+			if (c->text_start < e->pub.text_start) {
+				e->pub.text_start = c->text_start;
+				e->pub.text_offset = c->text_offset;
+			}
+			if (c->text_end > e->pub.text_end)
+				e->pub.text_end = c->text_end;
+			continue;
+		}
+		ret = add_module(t, c, have_exe ? &exe_st : NULL, exe_path);
+		if (ret < 0)
+			goto free_cands;
+		added++;
+	}
+
+	ret = rebuild_index(t);
+	if (ret == 0)
+		ret = added;
+
+free_cands:
+	free(cands);
+	return ret;
+}
+
+void sym_modtab_unmap_all(struct sym_modtab *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		t->mods[i]->pub.mapped = false;
+	t->nindex = 0;
+}
+
+const struct sym_module *sym_modtab_lookup(const struct sym_modtab *t, uint64_t addr)
+{
+	size_t lo = 0, hi = t->nindex;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->index[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= t->index[lo - 1].end)
+		return NULL;
+	return t->index[lo - 1].mod;
+}
+
+const struct sym_module *sym_modtab_get(const struct sym_modtab *t, uint32_t id)
+{
+	if (id == 0 || id > t->n)
+		return NULL;
+	return &t->mods[id - 1]->pub;
+}
+
+size_t sym_modtab_count(const struct sym_modtab *t)
+{
+	return t->n;
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The ELF objects (executable, shared libraries, vdso) mapped in a target,
+ * discovered from its maps.  A module keeps its id for the whole session,
+ * even after it is unmapped, so samples taken while it was mapped can still be
+ * symbolized at the end (its ELF file stays open).
+ */
+#ifndef CPROF_SYMBOLIZE_MODULE_H
+#define CPROF_SYMBOLIZE_MODULE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "symbolize/maps.h"
+
+struct sym_module {
+	uint32_t id;		/* 1..N in discovery order, never reused */
+	char *path;		/* as the target sees it ("/usr/lib/.../libc.so.6", "[vdso]") */
+	char *build_id;		/* lowercase hex of NT_GNU_BUILD_ID, or NULL */
+	uint64_t base;		/* runtime address of the mapping at file offset 0 */
+	uint64_t bias;		/* runtime address - ELF virtual address */
+	uint64_t text_start;	/* span of the executable mappings: [text_start, text_end) */
+	uint64_t text_end;
+	uint64_t text_offset;	/* file offset of the first executable mapping */
+	uint64_t eh_frame_hdr;	/* runtime address of .eh_frame_hdr (PT_GNU_EH_FRAME), 0 if none */
+	uint64_t eh_frame_hdr_len;
+	int fd;			/* the ELF file, open read-only; -1 if it could not be opened */
+	char *open_path;	/* the path fd was opened by (e.g. /proc/PID/root/...), for debuglink lookup */
+	bool is_main;		/* the main executable */
+	bool is_vdso;		/* fd is a memfd holding a copy of the target's vdso */
+	bool mapped;		/* currently mapped (false after dlclose or exec) */
+	bool deleted;		/* the file was deleted */
+};
+
+struct sym_modtab;
+
+/* Creates an empty table for process pid.  Returns 0 or -errno. */
+int sym_modtab_create(struct sym_modtab **out, pid_t pid);
+void sym_modtab_destroy(struct sym_modtab *t);
+
+/*
+ * Brings the table in line with maps: a module is created for each ELF file
+ * with an executable mapping that is not known yet (its ELF file opened via
+ * /proc/PID/root/PATH, falling back to /proc/PID/map_files/; build-id and
+ * PT_GNU_EH_FRAME read from it; [vdso] copied out of the target's memory),
+ * modules no longer mapped get mapped=false.  The executable is the module of
+ * /proc/PID/exe.  Never fails for one unreadable file: such a module has
+ * fd == -1.  Returns the number of modules added, or -errno.
+ */
+int sym_modtab_update(struct sym_modtab *t, const struct sym_maps *maps);
+
+/* Marks every module unmapped (after exec); they stay for symbolization. */
+void sym_modtab_unmap_all(struct sym_modtab *t);
+
+/* The mapped module whose executable span contains addr, or NULL.  Fast: a
+ * sorted index over mapped modules, no syscalls. */
+const struct sym_module *sym_modtab_lookup(const struct sym_modtab *t, uint64_t addr);
+
+/* Module by id (1..count), or NULL. */
+const struct sym_module *sym_modtab_get(const struct sym_modtab *t, uint32_t id);
+size_t sym_modtab_count(const struct sym_modtab *t);
+
+#endif

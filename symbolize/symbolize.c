@@ -1,0 +1,640 @@
+/* SPDX-License-Identifier: MIT */
+/* Address to function, file:line and inline chain through libdwfl, memoized. */
+#include "config.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize/symbolize.h"
+
+#ifdef HAVE_CXA_DEMANGLE
+/* From the C++ runtime (libstdc++ or libc++abi); it has no C header. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+#endif
+
+/* Deepest inline chain we report; deeper ones keep their innermost frames. */
+#define MAX_FRAMES 64
+#define ARENA_CHUNK (64 * 1024)
+
+struct arena_chunk {
+	struct arena_chunk *next;
+	size_t used, size;
+	char data[];
+};
+
+/* Per-module state, indexed by module id. */
+struct mod_state {
+	Dwfl_Module *dm;
+	Dwarf_Addr dm_bias;	/* libdwfl's bias; 0 for ET_EXEC */
+	const char *build_id;	/* interned, the cache key */
+	bool tried;		/* reported (or failed to) */
+	bool has_lines;
+};
+
+struct cache_entry {
+	const char *build_id;	/* interned; NULL: keyed by module id */
+	uint32_t mod_id;
+	bool used;
+	bool has_lines;
+	uint64_t vaddr;		/* ELF address looked up (runtime - bias) */
+	const struct sym_frame *frames;
+	size_t n;
+};
+
+struct sym_ctx {
+	const struct sym_modtab *t;
+	unsigned flags;
+	Dwfl *dwfl;
+
+	struct mod_state *mods;
+	size_t nmods;
+
+	/* Interned strings: open addressing over pointers into the arena. */
+	const char **strs;
+	size_t nstrs, strs_cap;
+
+	struct cache_entry *cache;
+	size_t ncache, cache_cap;
+
+	struct arena_chunk *arena;
+};
+
+static const Dwfl_Callbacks offline_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = NULL,
+};
+
+static void *arena_alloc(struct sym_ctx *ctx, size_t size)
+{
+	struct arena_chunk *c = ctx->arena;
+
+	size = (size + 15) & ~(size_t)15;
+	if (c == NULL || c->size - c->used < size) {
+		size_t csize = size > ARENA_CHUNK ? size : ARENA_CHUNK;
+
+		c = malloc(sizeof(*c) + csize);
+		if (c == NULL)
+			return NULL;
+		c->next = ctx->arena;
+		c->used = 0;
+		c->size = csize;
+		ctx->arena = c;
+	}
+	void *p = c->data + c->used;
+
+	c->used += size;
+	return p;
+}
+
+static uint64_t hash_bytes(const void *p, size_t len, uint64_t h)
+{
+	const unsigned char *s = p;
+
+	/* FNV-1a: keys are short, and this is only on cache misses and interning. */
+	for (size_t i = 0; i < len; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static uint64_t mix64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+static int strs_grow(struct sym_ctx *ctx)
+{
+	size_t ncap = ctx->strs_cap != 0 ? ctx->strs_cap * 2 : 1024;
+	const char **v = calloc(ncap, sizeof(*v));
+
+	if (v == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < ctx->strs_cap; i++) {
+		const char *s = ctx->strs[i];
+
+		if (s == NULL)
+			continue;
+		size_t j = hash_bytes(s, strlen(s), 0xcbf29ce484222325ULL) & (ncap - 1);
+
+		while (v[j] != NULL)
+			j = (j + 1) & (ncap - 1);
+		v[j] = s;
+	}
+	free(ctx->strs);
+	ctx->strs = v;
+	ctx->strs_cap = ncap;
+	return 0;
+}
+
+/* The ctx's copy of s; NULL for NULL or when out of memory. */
+static const char *intern(struct sym_ctx *ctx, const char *s)
+{
+	size_t len, j;
+	char *copy;
+
+	if (s == NULL)
+		return NULL;
+	if ((ctx->nstrs + 1) * 2 > ctx->strs_cap && strs_grow(ctx) < 0)
+		return NULL;
+	len = strlen(s);
+	j = hash_bytes(s, len, 0xcbf29ce484222325ULL) & (ctx->strs_cap - 1);
+	while (ctx->strs[j] != NULL) {
+		if (strcmp(ctx->strs[j], s) == 0)
+			return ctx->strs[j];
+		j = (j + 1) & (ctx->strs_cap - 1);
+	}
+	copy = arena_alloc(ctx, len + 1);
+	if (copy == NULL)
+		return NULL;
+	memcpy(copy, s, len + 1);
+	ctx->strs[j] = copy;
+	ctx->nstrs++;
+	return copy;
+}
+
+static size_t cache_slot(const struct sym_ctx *ctx, const char *build_id,
+			 uint32_t mod_id, uint64_t vaddr)
+{
+	uint64_t h = mix64(vaddr ^ mix64((uintptr_t)build_id ^ ((uint64_t)mod_id << 32)));
+
+	return (size_t)h & (ctx->cache_cap - 1);
+}
+
+static struct cache_entry *cache_find(const struct sym_ctx *ctx, const char *build_id,
+				      uint32_t mod_id, uint64_t vaddr)
+{
+	if (ctx->cache_cap == 0)
+		return NULL;
+	for (size_t j = cache_slot(ctx, build_id, mod_id, vaddr);;
+	     j = (j + 1) & (ctx->cache_cap - 1)) {
+		struct cache_entry *e = &ctx->cache[j];
+
+		if (!e->used)
+			return NULL;
+		if (e->vaddr == vaddr && e->build_id == build_id && e->mod_id == mod_id)
+			return e;
+	}
+}
+
+static struct cache_entry *cache_insert(struct sym_ctx *ctx, const char *build_id,
+					uint32_t mod_id, uint64_t vaddr)
+{
+	if ((ctx->ncache + 1) * 2 > ctx->cache_cap) {
+		size_t ncap = ctx->cache_cap != 0 ? ctx->cache_cap * 2 : 4096;
+		struct cache_entry *old = ctx->cache;
+		size_t old_cap = ctx->cache_cap;
+		struct cache_entry *v = calloc(ncap, sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
+		ctx->cache = v;
+		ctx->cache_cap = ncap;
+		for (size_t i = 0; i < old_cap; i++) {
+			if (!old[i].used)
+				continue;
+			size_t j = cache_slot(ctx, old[i].build_id, old[i].mod_id,
+					      old[i].vaddr);
+
+			while (v[j].used)
+				j = (j + 1) & (ncap - 1);
+			v[j] = old[i];
+		}
+		free(old);
+	}
+	size_t j = cache_slot(ctx, build_id, mod_id, vaddr);
+
+	while (ctx->cache[j].used)
+		j = (j + 1) & (ctx->cache_cap - 1);
+	struct cache_entry *e = &ctx->cache[j];
+
+	memset(e, 0, sizeof(*e));
+	e->used = true;
+	e->build_id = build_id;
+	e->mod_id = mod_id;
+	e->vaddr = vaddr;
+	ctx->ncache++;
+	return e;
+}
+
+int sym_create(struct sym_ctx **out, const struct sym_modtab *t, unsigned flags)
+{
+	struct sym_ctx *ctx;
+
+	ctx = calloc(1, sizeof(*ctx));
+	if (ctx == NULL)
+		return -ENOMEM;
+	ctx->t = t;
+	ctx->flags = flags;
+	ctx->dwfl = dwfl_begin(&offline_callbacks);
+	if (ctx->dwfl == NULL)
+		goto free_ctx;
+	*out = ctx;
+	return 0;
+
+free_ctx:
+	free(ctx);
+	return -ENOMEM;
+}
+
+void sym_destroy(struct sym_ctx *ctx)
+{
+	if (ctx == NULL)
+		return;
+	/* dwfl_end closes the fds handed to dwfl_report_elf. */
+	dwfl_end(ctx->dwfl);
+	while (ctx->arena != NULL) {
+		struct arena_chunk *next = ctx->arena->next;
+
+		free(ctx->arena);
+		ctx->arena = next;
+	}
+	free(ctx->strs);
+	free(ctx->cache);
+	free(ctx->mods);
+	free(ctx);
+}
+
+static struct mod_state *mod_state(struct sym_ctx *ctx, const struct sym_module *mod)
+{
+	if (mod->id == 0)
+		return NULL;
+	if (mod->id > ctx->nmods) {
+		size_t n = ctx->nmods != 0 ? ctx->nmods : 64;
+
+		while (n < mod->id)
+			n *= 2;
+		struct mod_state *v = realloc(ctx->mods, n * sizeof(*v));
+
+		if (v == NULL)
+			return NULL;
+		memset(v + ctx->nmods, 0, (n - ctx->nmods) * sizeof(*v));
+		ctx->mods = v;
+		ctx->nmods = n;
+	}
+	return &ctx->mods[mod->id - 1];
+}
+
+/* First vaddr of the first PT_LOAD, aligned as libdwfl aligns it. */
+static bool first_load_vaddr(int fd, GElf_Half *type, GElf_Addr *vaddr)
+{
+	bool ok = false;
+	GElf_Ehdr ehdr;
+	size_t phnum;
+	Elf *elf;
+
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (elf == NULL)
+		return false;
+	if (gelf_getehdr(elf, &ehdr) == NULL || elf_getphdrnum(elf, &phnum) != 0)
+		goto end_elf;
+	*type = ehdr.e_type;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, (int)i, &ph) == NULL)
+			break;
+		if (ph.p_type == PT_LOAD) {
+			*vaddr = ph.p_vaddr & -ph.p_align;
+			ok = true;
+			break;
+		}
+	}
+end_elf:
+	elf_end(elf);
+	return ok;
+}
+
+/*
+ * Reports mod to libdwfl on first use.  dwfl_report_elf with add_p_vaddr
+ * false places an ET_DYN so that libdwfl's bias = base - (first PT_LOAD
+ * vaddr & -p_align): giving base = our bias + that vaddr makes libdwfl's bias
+ * equal the real load bias.  For ET_EXEC libdwfl ignores base (bias 0).
+ * Either way lookups go through ELF addresses (runtime - mod->bias) plus
+ * libdwfl's bias, so its choice can never shift an address.
+ */
+static Dwfl_Module *report_module(struct sym_ctx *ctx, const struct sym_module *mod,
+				  struct mod_state *st)
+{
+	GElf_Half type = ET_NONE;
+	GElf_Addr vaddr = 0;
+	char *name = NULL;
+	int fd;
+
+	if (st->tried)
+		return st->dm;
+	st->tried = true;
+	if (mod->fd < 0 || !first_load_vaddr(mod->fd, &type, &vaddr))
+		return NULL;
+
+	/*
+	 * libdwfl reuses a module reported with the same name and range, and
+	 * ours may repeat (a rebuilt binary at the same address after exec):
+	 * make the name unique.
+	 */
+	if (asprintf(&name, "%s#%" PRIu32, mod->path, mod->id) < 0)
+		return NULL;
+	fd = dup(mod->fd);
+	if (fd < 0)
+		goto free_name;
+
+	dwfl_report_begin_add(ctx->dwfl);
+	st->dm = dwfl_report_elf(ctx->dwfl, name,
+				 mod->open_path != NULL ? mod->open_path : mod->path, fd,
+				 type == ET_EXEC ? 0 : mod->bias + vaddr, false);
+	dwfl_report_end(ctx->dwfl, NULL, NULL);
+	if (st->dm == NULL) {
+		/* On failure libdwfl does not take the descriptor. */
+		close(fd);
+		goto free_name;
+	}
+	if (dwfl_module_getelf(st->dm, &st->dm_bias) == NULL)
+		st->dm = NULL;
+
+free_name:
+	free(name);
+	return st->dm;
+}
+
+/* Demangled C++ name, interned; the name itself when it is not mangled. */
+static const char *demangle(struct sym_ctx *ctx, const char *name)
+{
+	if (name == NULL)
+		return NULL;
+#ifdef HAVE_CXA_DEMANGLE
+	if (name[0] == '_' && name[1] == 'Z') {
+		int status = -1;
+		char *d = __cxa_demangle(name, NULL, NULL, &status);
+
+		if (d != NULL && status == 0) {
+			const char *s = intern(ctx, d);
+
+			free(d);
+			if (s != NULL)
+				return s;
+		} else {
+			free(d);
+		}
+	}
+#endif
+	return intern(ctx, name);
+}
+
+static const char *die_linkage_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *s;
+
+	s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	if (s == NULL)
+		s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name,
+							  &attr));
+	return s;
+}
+
+static const char *die_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr));
+}
+
+static int die_decl_line(Dwarf_Die *die)
+{
+	int line = 0;
+
+	if (dwarf_decl_line(die, &line) != 0 || line < 0)
+		return 0;
+	return line;
+}
+
+static bool is_function_tag(int tag)
+{
+	return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_entry_point;
+}
+
+/*
+ * The chain of function DIEs at dwarf address da, innermost first, ending at
+ * the physical subprogram.  dwarf_getscopes follows the abstract origin after
+ * the first inlined function, so the chain is re-walked from the concrete
+ * innermost scope with dwarf_getscopes_die (as addr2line and eu-stack do).
+ */
+static int inline_chain(Dwarf_Die *cudie, Dwarf_Addr da, Dwarf_Die *fns, int max)
+{
+	Dwarf_Die *scopes = NULL, innermost;
+	int nscopes, n = 0;
+
+	nscopes = dwarf_getscopes(cudie, da, &scopes);
+	if (nscopes <= 0) {
+		free(scopes);
+		return 0;
+	}
+	innermost = scopes[0];
+	free(scopes);
+	scopes = NULL;
+
+	nscopes = dwarf_getscopes_die(&innermost, &scopes);
+	for (int i = 0; i < nscopes && n < max; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (!is_function_tag(tag))
+			continue;
+		fns[n++] = scopes[i];
+		if (tag != DW_TAG_inlined_subroutine)
+			break;
+	}
+	free(scopes);
+	return n;
+}
+
+/* The ctx-owned frames for ELF address vaddr of mod; *n 0 when unknown. */
+static int resolve(struct sym_ctx *ctx, const struct sym_module *mod, struct mod_state *st,
+		   uint64_t vaddr, struct sym_frame **out, size_t *n, bool *has_lines)
+{
+	struct sym_frame tmp[MAX_FRAMES];
+	Dwarf_Die fns[MAX_FRAMES];
+	Dwfl_Module *dm = report_module(ctx, mod, st);
+	const char *symname = NULL, *src = NULL;
+	int lineno = 0, nfns = 0;
+	size_t count = 0;
+	Dwarf_Addr da;
+
+	*out = NULL;
+	*n = 0;
+	*has_lines = false;
+	if (dm == NULL)
+		return 0;
+	da = vaddr + st->dm_bias;
+
+	{
+		GElf_Off off;
+		GElf_Sym sym;
+
+		symname = dwfl_module_addrinfo(dm, da, &off, &sym, NULL, NULL, NULL);
+	}
+
+	if (!(ctx->flags & SYM_NO_SOURCE)) {
+		Dwfl_Line *line = dwfl_module_getsrc(dm, da);
+		Dwarf_Addr bias = 0;
+		Dwarf_Die *cudie;
+
+		if (line != NULL) {
+			Dwarf_Addr laddr;
+
+			src = dwfl_lineinfo(line, &laddr, &lineno, NULL, NULL, NULL);
+			if (src == NULL)
+				lineno = 0;
+		}
+		cudie = dwfl_module_addrdie(dm, da, &bias);
+		if (cudie != NULL) {
+			Dwarf_Files *files = NULL;
+
+			nfns = inline_chain(cudie, da - bias, fns, MAX_FRAMES);
+			if (nfns > 1 && dwarf_getsrcfiles(cudie, &files, NULL) != 0)
+				files = NULL;
+			for (int j = 0; j < nfns; j++) {
+				struct sym_frame *f = &tmp[j];
+				bool physical = j == nfns - 1;
+				const char *sys = die_linkage_name(&fns[j]);
+
+				/*
+				 * The physical function is named by its symbol,
+				 * where libdwfl prefers the global alias
+				 * (__nanosleep over glibc's asm-renamed
+				 * __GI___nanosleep linkage name), as perf and
+				 * eu-stack do.  An inlined one has no symbol:
+				 * its mangled C++ name, else its source name.
+				 */
+				if (physical && symname != NULL)
+					sys = symname;
+				else if (sys != NULL && !(sys[0] == '_' && sys[1] == 'Z') &&
+					 die_name(&fns[j]) != NULL)
+					sys = die_name(&fns[j]);
+				if (sys == NULL)
+					sys = die_name(&fns[j]);
+				memset(f, 0, sizeof(*f));
+				f->system_name = intern(ctx, sys);
+				f->function = demangle(ctx, sys);
+				f->start_line = die_decl_line(&fns[j]);
+				f->inlined = !physical;
+				if (j == 0) {
+					f->file = intern(ctx, src);
+					f->line = src != NULL ? lineno : 0;
+				} else {
+					/* Where the inlined callee (fns[j-1]) was called from. */
+					Dwarf_Attribute attr;
+					Dwarf_Word val;
+
+					if (files != NULL &&
+					    dwarf_formudata(dwarf_attr(&fns[j - 1], DW_AT_call_file,
+								       &attr), &val) == 0)
+						f->file = intern(ctx, dwarf_filesrc(files, val,
+										    NULL, NULL));
+					if (dwarf_formudata(dwarf_attr(&fns[j - 1], DW_AT_call_line,
+								       &attr), &val) == 0 &&
+					    val <= INT32_MAX)
+						f->line = (int)val;
+				}
+			}
+			count = (size_t)nfns;
+		}
+	}
+
+	if (count == 0 && (symname != NULL || src != NULL)) {
+		/* No DWARF scope (assembly, stripped): the symbol and the line table. */
+		struct sym_frame *f = &tmp[0];
+
+		memset(f, 0, sizeof(*f));
+		f->system_name = intern(ctx, symname);
+		f->function = demangle(ctx, symname);
+		f->file = intern(ctx, src);
+		f->line = src != NULL ? lineno : 0;
+		count = 1;
+	}
+	if (count == 0)
+		return 0;
+
+	*has_lines = src != NULL && lineno > 0;
+	*out = arena_alloc(ctx, count * sizeof(**out));
+	if (*out == NULL)
+		return -ENOMEM;
+	memcpy(*out, tmp, count * sizeof(**out));
+	*n = count;
+	return 0;
+}
+
+int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
+	       bool is_return_address, const struct sym_frame **frames, size_t *n)
+{
+	struct sym_frame *found;
+	struct cache_entry *e;
+	struct mod_state *st;
+	uint64_t vaddr;
+	uint32_t mod_id;
+	size_t count;
+	bool has_lines;
+	int ret;
+
+	*frames = NULL;
+	*n = 0;
+	if (ctx == NULL || mod == NULL)
+		return 0;
+	st = mod_state(ctx, mod);
+	if (st == NULL)
+		return mod->id == 0 ? 0 : -ENOMEM;
+	if (st->build_id == NULL && mod->build_id != NULL) {
+		st->build_id = intern(ctx, mod->build_id);
+		if (st->build_id == NULL)
+			return -ENOMEM;
+	}
+	/*
+	 * The same file has the same answers wherever and in whichever process
+	 * it is mapped: key by build-id and ELF address when there is one.
+	 */
+	mod_id = st->build_id != NULL ? 0 : mod->id;
+	vaddr = (is_return_address ? addr - 1 : addr) - mod->bias;
+
+	e = cache_find(ctx, st->build_id, mod_id, vaddr);
+	if (e != NULL) {
+		st->has_lines |= e->has_lines;
+		*frames = e->frames;
+		*n = e->n;
+		return 0;
+	}
+
+	ret = resolve(ctx, mod, st, vaddr, &found, &count, &has_lines);
+	if (ret < 0)
+		return ret;
+	e = cache_insert(ctx, st->build_id, mod_id, vaddr);
+	if (e == NULL)
+		return -ENOMEM;
+	e->frames = found;
+	e->n = count;
+	e->has_lines = has_lines;
+	st->has_lines |= has_lines;
+	*frames = found;
+	*n = count;
+	return 0;
+}
+
+bool sym_module_has_lines(struct sym_ctx *ctx, const struct sym_module *mod)
+{
+	if (ctx == NULL || mod == NULL || mod->id == 0 || mod->id > ctx->nmods)
+		return false;
+	return ctx->mods[mod->id - 1].has_lines;
+}

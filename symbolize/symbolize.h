@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Address -> function, file:line and inline chain, through libdw.  Works on
+ * the modules of a sym_modtab (their open ELF files), so it needs no live
+ * process: symbolization runs after sampling, never while a thread is stopped.
+ */
+#ifndef CPROF_SYMBOLIZE_SYMBOLIZE_H
+#define CPROF_SYMBOLIZE_SYMBOLIZE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symbolize/module.h"
+
+struct sym_frame {
+	const char *function;	 /* demangled name; NULL when unknown */
+	const char *system_name; /* raw (mangled) symbol name; NULL when unknown */
+	const char *file;	 /* source file, NULL when unknown */
+	int line;		 /* 0 when unknown */
+	int start_line;		 /* line of the function's declaration, 0 when unknown */
+	bool inlined;		 /* this frame was inlined into the next one */
+};
+
+struct sym_ctx;
+
+enum {
+	SYM_NO_SOURCE = 1 << 0,	/* skip file:line and inline chains (names only) */
+};
+
+/* Creates a symbolizer over the modules of t (which must outlive it). */
+int sym_create(struct sym_ctx **out, const struct sym_modtab *t, unsigned flags);
+void sym_destroy(struct sym_ctx *ctx);
+
+/*
+ * Symbolizes addr (a runtime address inside mod's mapping at sampling time).
+ * is_return_address: addr is a caller frame's return address, so the call
+ * site is looked up at addr - 1 (leaf and signal frames pass false).
+ * On success *frames points to *n frames, innermost (most deeply inlined)
+ * first, the physical function last; *n is 0 when nothing is known about
+ * addr.  The frames and their strings belong to ctx and stay valid until
+ * sym_destroy.  Results are cached by (build-id or module, offset).
+ * Returns 0 or -errno (never fails for a missing symbol: *n = 0).
+ */
+int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
+	       bool is_return_address, const struct sym_frame **frames, size_t *n);
+
+/* Whether mod has DWARF line info / inline info, for pprof mapping flags.
+ * Valid after at least one sym_lookup in mod. */
+bool sym_module_has_lines(struct sym_ctx *ctx, const struct sym_module *mod);
+
+#endif
