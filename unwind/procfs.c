@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/* Readers of /proc/PID/task/TID/{stat,schedstat,status}. */
+#include "config.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unwind/procfs.h"
+
+int procfs_open_task(pid_t pid, pid_t tid, const char *name)
+{
+	char path[96];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return fd;
+}
+
+static ssize_t pread_all(int fd, char *buf, size_t size)
+{
+	ssize_t r;
+
+	do
+		r = pread(fd, buf, size - 1, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	buf[r] = '\0';
+	return r;
+}
+
+/* Length of the valid UTF-8 sequence at s (at most len bytes), 0 if invalid. */
+static size_t utf8_seq_len(const unsigned char *s, size_t len)
+{
+	size_t n, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0 && s[0] >= 0xc2)
+		n = 2;
+	else if ((s[0] & 0xf0) == 0xe0)
+		n = 3;
+	else if ((s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (n > len)
+		return 0;
+	for (i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+void procfs_sanitize_name(char *dst, size_t n, const char *src, size_t len)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t i = 0, o = 0, k;
+
+	if (!n)
+		return;
+	while (i < len && o + 1 < n) {
+		k = utf8_seq_len(s + i, len - i);
+		if (k == 1 && !isprint(s[i]))
+			k = 0;
+		if (k == 0) {
+			dst[o++] = '?';
+			i++;
+			continue;
+		}
+		if (o + k >= n)
+			break;
+		memcpy(dst + o, s + i, k);
+		o += k;
+		i += k;
+	}
+	dst[o] = '\0';
+}
+
+/*
+ * stat: "pid (comm) S ppid ...".  comm may hold spaces and parentheses, so
+ * the fields are parsed from the last ')'.
+ */
+static int parse_stat(const char *buf, struct procfs_stat *st)
+{
+	const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	unsigned long long utime, stime;
+	unsigned long flags;
+	char state;
+
+	if (!open || !close || close < open)
+		return -EINVAL;
+	/* state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime */
+	if (sscanf(close + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %llu %llu",
+		   &state, &flags, &utime, &stime) != 4)
+		return -EINVAL;
+	st->state = state;
+	st->flags = flags;
+	st->utime = utime;
+	st->stime = stime;
+	procfs_sanitize_name(st->comm, sizeof(st->comm), open + 1, (size_t)(close - open - 1));
+	return 0;
+}
+
+int procfs_read_stat(int fd, struct procfs_stat *st)
+{
+	char buf[1024];
+	ssize_t r = pread_all(fd, buf, sizeof(buf));
+
+	if (r < 0)
+		return (int)r;
+	if (r == 0)
+		return -ESRCH;
+	return parse_stat(buf, st);
+}
+
+int procfs_stat_pid(pid_t pid, struct procfs_stat *st)
+{
+	char path[64];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	ret = procfs_read_stat(fd, st);
+	close(fd);
+	return ret;
+}
+
+int procfs_read_schedstat(int fd, uint64_t *run_ns)
+{
+	char buf[128];
+	unsigned long long v;
+	ssize_t r = pread_all(fd, buf, sizeof(buf));
+
+	if (r < 0)
+		return (int)r;
+	if (sscanf(buf, "%llu", &v) != 1)
+		return r == 0 ? -ESRCH : -EINVAL;
+	*run_ns = v;
+	return 0;
+}
+
+int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n)
+{
+	char path[64];
+	struct dirent *de;
+	pid_t *v = NULL, *nv;
+	size_t cnt = 0, cap = 0;
+	DIR *d;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while ((de = readdir(d))) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+
+		if (*end || tid <= 0)
+			continue;
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				ret = -ENOMEM;
+				goto out_free;
+			}
+			v = nv;
+		}
+		v[cnt++] = (pid_t)tid;
+	}
+	closedir(d);
+	*tids = v;
+	*n = cnt;
+	return 0;
+
+out_free:
+	free(v);
+	closedir(d);
+	return ret;
+}
+
+int procfs_status_field(pid_t pid, const char *key, long *value)
+{
+	char path[64], line[256];
+	size_t klen = strlen(key);
+	FILE *f;
+	int ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -ESRCH : -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, key, klen) == 0 && line[klen] == ':') {
+			*value = strtol(line + klen + 1, NULL, 10);
+			ret = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Cheap per-thread facts from /proc, read without stopping anything.  Files
+ * that are re-read every tick are kept open and re-read with pread(), which
+ * regenerates their contents without an open() per sample.
+ */
+#ifndef CPROF_UNWIND_PROCFS_H
+#define CPROF_UNWIND_PROCFS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct procfs_stat {
+	char state;		/* R, S, D, T, t, Z, X, ... */
+	char comm[64];		/* sanitized to printable UTF-8 */
+	uint64_t utime, stime;	/* clock ticks */
+	unsigned long flags;	/* PF_* of the task */
+};
+
+/* Opens /proc/PID/task/TID/NAME read-only, close-on-exec.  Returns fd or -errno. */
+int procfs_open_task(pid_t pid, pid_t tid, const char *name);
+
+/* Parses a stat line read from fd (pread at 0).  Returns 0 or -errno (-ESRCH if gone). */
+int procfs_read_stat(int fd, struct procfs_stat *st);
+
+/* First field of schedstat: nanoseconds spent on the CPU.  Returns 0 or -errno. */
+int procfs_read_schedstat(int fd, uint64_t *run_ns);
+
+/* Lists /proc/PID/task into a malloc'd array.  Returns 0 or -errno. */
+int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n);
+
+/* The value of a "Key:\tnumber" line of /proc/PID/status.  Returns 0 or -errno
+ * (-ENOENT when the key is absent). */
+int procfs_status_field(pid_t pid, const char *key, long *value);
+
+/* Stat of the process (its leader), by pid.  Returns 0 or -errno. */
+int procfs_stat_pid(pid_t pid, struct procfs_stat *st);
+
+/* Copies comm-like bytes into dst (size n), replacing bytes that are not
+ * printable ASCII or part of valid UTF-8 with '?'. */
+void procfs_sanitize_name(char *dst, size_t n, const char *src, size_t len);
+
+#endif

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/* libunwind remote address space over snapshots and a read-only page cache. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include <libunwind.h>
+
+#include "unwind/remote.h"
+
+/* Exported by libunwind-x86_64 (it is what _UPT_find_proc_info calls) but not
+ * declared in its public headers. */
+extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
+					       unw_dyn_info_t *di, unw_proc_info_t *pi,
+					       int need_unwind_info, void *arg);
+
+#define PAGE_SIZE_ 4096u
+#define PAGE_SLOTS 4096u	/* 16 MiB of cached code and unwind tables at most */
+
+#define DW_EH_PE_omit 0xff
+#define DW_EH_PE_datarel_sdata4 0x3b
+
+struct page {
+	uint64_t addr;		/* page address + 1; 0 = empty slot */
+	uint8_t *data;
+};
+
+/* What .eh_frame_hdr says, per module (index = module id). */
+struct eh_info {
+	bool probed;
+	bool usable;
+	uint64_t table;		/* address of the binary search table */
+	uint64_t fde_count;
+};
+
+struct remote_unwinder {
+	pid_t pid;
+	const struct sym_modtab *mods;
+	const struct sym_maps *maps;
+	unw_addr_space_t as;
+	struct page *pages;
+	size_t n_pages;
+	struct eh_info *eh;
+	size_t n_eh;
+	/* The walk in progress. */
+	const struct snap *snap;
+	const struct sym_map *stack_map;
+	bool hit_end_of_snapshot;
+	bool bad_memory;
+};
+
+static uint64_t page_hash(uint64_t page)
+{
+	return (page >> 12) * 0x9e3779b97f4a7c15ull;
+}
+
+static void flush_pages(struct remote_unwinder *u)
+{
+	size_t i;
+
+	for (i = 0; i < PAGE_SLOTS; i++)
+		u->pages[i].addr = 0;
+	u->n_pages = 0;
+}
+
+/* Copies len bytes at addr from a cached read-only page.  Fails on pages
+ * that cannot be read. */
+static int read_cached(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
+{
+	uint64_t page = addr & ~(uint64_t)(PAGE_SIZE_ - 1);
+	size_t off = (size_t)(addr - page), i;
+	struct page *slot;
+	struct iovec l, r;
+
+	if (off + len > PAGE_SIZE_)
+		return -EINVAL;
+	i = (size_t)(page_hash(page) & (PAGE_SLOTS - 1));
+	for (;;) {
+		slot = &u->pages[i];
+		if (slot->addr == page + 1) {
+			memcpy(dst, slot->data + off, len);
+			return 0;
+		}
+		if (!slot->addr)
+			break;
+		i = (i + 1) & (PAGE_SLOTS - 1);
+	}
+	/* Keep the table at most half full; beyond that start over: code
+	 * working sets are small, and this keeps probing short. */
+	if (u->n_pages >= PAGE_SLOTS / 2) {
+		flush_pages(u);
+		return read_cached(u, addr, dst, len);
+	}
+	if (!slot->data) {
+		slot->data = malloc(PAGE_SIZE_);
+		if (!slot->data)
+			return -ENOMEM;
+	}
+	l.iov_base = slot->data;
+	l.iov_len = PAGE_SIZE_;
+	r.iov_base = (void *)(uintptr_t)page;
+	r.iov_len = PAGE_SIZE_;
+	if (process_vm_readv(u->pid, &l, 1, &r, 1, 0) != (ssize_t)PAGE_SIZE_)
+		return -EFAULT;
+	slot->addr = page + 1;
+	u->n_pages++;
+	memcpy(dst, slot->data + off, len);
+	return 0;
+}
+
+static int read_live(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
+{
+	struct iovec l = { .iov_base = dst, .iov_len = len };
+	struct iovec r = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
+
+	return process_vm_readv(u->pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+}
+
+/*
+ * The one memory reader: snapshot first (the stack as it was at the stop),
+ * then read-only mappings through the cache, then live memory.  Reading the
+ * live stack beyond the snapshot would mix two moments, so it is refused and
+ * the sample marked truncated instead.
+ */
+static int read_mem(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
+{
+	const struct snap *s = u->snap;
+	const struct sym_map *m;
+
+	if (s && addr >= s->stack_start && addr + len <= s->stack_start + s->stack_len) {
+		memcpy(dst, s->stack + (addr - s->stack_start), len);
+		return 0;
+	}
+	if (u->stack_map && addr >= u->stack_map->start && addr < u->stack_map->end) {
+		if (s && addr >= s->stack_start)
+			u->hit_end_of_snapshot = true;
+		return -EFAULT;
+	}
+	m = sym_maps_find(u->maps, addr);
+	if (m && !(m->perms & SYM_MAP_W) && (m->perms & SYM_MAP_R) &&
+	    (addr & (PAGE_SIZE_ - 1)) + len <= PAGE_SIZE_)
+		return read_cached(u, addr, dst, len);
+	return read_live(u, addr, dst, len);
+}
+
+static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val, int write,
+			  void *arg)
+{
+	struct remote_unwinder *u = arg;
+
+	if (write)
+		return -UNW_EREADONLYREG;
+	if (read_mem(u, addr, val, sizeof(*val)) < 0) {
+		if (!u->hit_end_of_snapshot)
+			u->bad_memory = true;
+		return -UNW_EINVAL;
+	}
+	return 0;
+}
+
+static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
+			  void *arg)
+{
+	struct remote_unwinder *u = arg;
+	const struct user_regs_struct *r = &u->snap->regs;
+
+	if (write)
+		return -UNW_EREADONLYREG;
+	switch (reg) {
+	case UNW_X86_64_RAX: *val = r->rax; break;
+	case UNW_X86_64_RDX: *val = r->rdx; break;
+	case UNW_X86_64_RCX: *val = r->rcx; break;
+	case UNW_X86_64_RBX: *val = r->rbx; break;
+	case UNW_X86_64_RSI: *val = r->rsi; break;
+	case UNW_X86_64_RDI: *val = r->rdi; break;
+	case UNW_X86_64_RBP: *val = r->rbp; break;
+	case UNW_X86_64_RSP: *val = r->rsp; break;
+	case UNW_X86_64_R8: *val = r->r8; break;
+	case UNW_X86_64_R9: *val = r->r9; break;
+	case UNW_X86_64_R10: *val = r->r10; break;
+	case UNW_X86_64_R11: *val = r->r11; break;
+	case UNW_X86_64_R12: *val = r->r12; break;
+	case UNW_X86_64_R13: *val = r->r13; break;
+	case UNW_X86_64_R14: *val = r->r14; break;
+	case UNW_X86_64_R15: *val = r->r15; break;
+	case UNW_X86_64_RIP: *val = r->rip; break;
+	default:
+		return -UNW_EBADREG;
+	}
+	return 0;
+}
+
+static int acc_access_fpreg(unw_addr_space_t as, unw_regnum_t reg, unw_fpreg_t *val, int write,
+			    void *arg)
+{
+	return -UNW_EBADREG;
+}
+
+static int acc_resume(unw_addr_space_t as, unw_cursor_t *c, void *arg)
+{
+	return -UNW_EINVAL;
+}
+
+static int acc_get_proc_name(unw_addr_space_t as, unw_word_t addr, char *buf, size_t len,
+			     unw_word_t *off, void *arg)
+{
+	/* Names come from symbolize/ after sampling, never from here. */
+	return -UNW_ENOINFO;
+}
+
+static int acc_get_dyn_info_list_addr(unw_addr_space_t as, unw_word_t *addr, void *arg)
+{
+	return -UNW_ENOINFO;
+}
+
+static void acc_put_unwind_info(unw_addr_space_t as, unw_proc_info_t *pi, void *arg)
+{
+	/* Tables found by dwarf_search_unwind_table are freed by libunwind. */
+}
+
+static int read_u32(struct remote_unwinder *u, uint64_t addr, uint32_t *v)
+{
+	return read_mem(u, addr, v, sizeof(*v));
+}
+
+/* Size of a DW_EH_PE-encoded value with format fmt, 0 if unsupported. */
+static size_t eh_pe_size(uint8_t enc)
+{
+	switch (enc & 0x0f) {
+	case 0x00: return 8;	/* absptr */
+	case 0x02: case 0x0a: return 2;
+	case 0x03: case 0x0b: return 4;
+	case 0x04: case 0x0c: return 8;
+	default: return 0;
+	}
+}
+
+/* Reads a module's .eh_frame_hdr once: version, encodings, FDE count. */
+static const struct eh_info *probe_eh(struct remote_unwinder *u, const struct sym_module *m)
+{
+	struct eh_info *e;
+	uint8_t hdr[4];
+	size_t psize, csize;
+	uint64_t count = 0;
+
+	if (m->id >= u->n_eh) {
+		size_t n = (m->id + 1) * 2;
+		struct eh_info *nv = realloc(u->eh, n * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		memset(nv + u->n_eh, 0, (n - u->n_eh) * sizeof(*nv));
+		u->eh = nv;
+		u->n_eh = n;
+	}
+	e = &u->eh[m->id];
+	if (e->probed)
+		return e;
+	e->probed = true;
+	if (!m->eh_frame_hdr || read_mem(u, m->eh_frame_hdr, hdr, sizeof(hdr)) < 0)
+		return e;
+	/* version 1; the search table must be datarel sdata4 pairs */
+	if (hdr[0] != 1 || hdr[3] != DW_EH_PE_datarel_sdata4 || hdr[2] == DW_EH_PE_omit)
+		return e;
+	psize = eh_pe_size(hdr[1]);
+	csize = eh_pe_size(hdr[2]);
+	if (!psize || !csize)
+		return e;
+	if (csize == 4) {
+		uint32_t c32;
+
+		if (read_u32(u, m->eh_frame_hdr + 4 + psize, &c32) < 0)
+			return e;
+		count = c32;
+	} else if (csize == 8) {
+		if (read_mem(u, m->eh_frame_hdr + 4 + psize, &count, 8) < 0)
+			return e;
+	} else {
+		return e;
+	}
+	e->table = m->eh_frame_hdr + 4 + psize + csize;
+	e->fde_count = count;
+	e->usable = count > 0;
+	return e;
+}
+
+static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			      int need_unwind_info, void *arg)
+{
+	struct remote_unwinder *u = arg;
+	const struct sym_module *m = sym_modtab_lookup(u->mods, ip);
+	const struct eh_info *e;
+	unw_dyn_info_t di;
+
+	if (!m)
+		return -UNW_ENOINFO;
+	e = probe_eh(u, m);
+	if (!e || !e->usable)
+		return -UNW_ENOINFO;
+	memset(&di, 0, sizeof(di));
+	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
+	di.start_ip = m->text_start;
+	di.end_ip = m->text_end;
+	di.u.rti.segbase = m->eh_frame_hdr;
+	di.u.rti.table_data = e->table;
+	/* in words; each entry is two int32 */
+	di.u.rti.table_len = e->fde_count * 8 / sizeof(unw_word_t);
+	return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+}
+
+static unw_accessors_t accessors = {
+	.find_proc_info = acc_find_proc_info,
+	.put_unwind_info = acc_put_unwind_info,
+	.get_dyn_info_list_addr = acc_get_dyn_info_list_addr,
+	.access_mem = acc_access_mem,
+	.access_reg = acc_access_reg,
+	.access_fpreg = acc_access_fpreg,
+	.resume = acc_resume,
+	.get_proc_name = acc_get_proc_name,
+};
+
+int remote_create(struct remote_unwinder **out, pid_t pid, const struct sym_modtab *mods,
+		  const struct sym_maps *maps)
+{
+	struct remote_unwinder *u;
+
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return -ENOMEM;
+	u->pages = calloc(PAGE_SLOTS, sizeof(*u->pages));
+	if (!u->pages)
+		goto err_free;
+	u->pid = pid;
+	u->mods = mods;
+	u->maps = maps;
+	u->as = unw_create_addr_space(&accessors, 0);
+	if (!u->as)
+		goto err_pages;
+	/* Global caching: libunwind then remembers each ip's register rules
+	 * and skips find_proc_info for ips it has seen (NOTES: 25x faster). */
+	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
+	*out = u;
+	return 0;
+
+err_pages:
+	free(u->pages);
+err_free:
+	free(u);
+	return -ENOMEM;
+}
+
+void remote_flush(struct remote_unwinder *u)
+{
+	flush_pages(u);
+	memset(u->eh, 0, u->n_eh * sizeof(*u->eh));
+	unw_flush_cache(u->as, 0, 0);
+}
+
+void remote_destroy(struct remote_unwinder *u)
+{
+	size_t i;
+
+	if (!u)
+		return;
+	unw_destroy_addr_space(u->as);
+	for (i = 0; i < PAGE_SLOTS; i++)
+		free(u->pages[i].data);
+	free(u->pages);
+	free(u->eh);
+	free(u);
+}
+
+static void put_frame(struct remote_unwinder *u, struct prof_frame *f, uint64_t pc, bool exact)
+{
+	const struct sym_module *m = sym_modtab_lookup(u->mods, pc);
+
+	f->addr = pc;
+	f->module = m ? m->id : 0;
+	f->flags = exact ? PROF_FRAME_EXACT : 0;
+}
+
+size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
+		     size_t max, enum remote_end *end)
+{
+	unw_cursor_t c;
+	unw_word_t ip;
+	size_t n = 0;
+	int ret, was_signal;
+
+	*end = REMOTE_END_ERROR;
+	if (!max)
+		return 0;
+	u->snap = s;
+	u->stack_map = sym_maps_find(u->maps, s->stack_start);
+	u->hit_end_of_snapshot = false;
+	u->bad_memory = false;
+	put_frame(u, &frames[n++], snap_pc(s), true);
+	if (unw_init_remote(&c, u->as, u) < 0)
+		goto out;
+	for (;;) {
+		if (n == max) {
+			*end = REMOTE_END_MAX_FRAMES;
+			break;
+		}
+		was_signal = unw_is_signal_frame(&c) > 0;
+		ret = unw_step(&c);
+		if (ret == 0) {
+			*end = REMOTE_END_COMPLETE;
+			break;
+		}
+		if (ret < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) {
+			if (u->hit_end_of_snapshot || s->stack_len == 0)
+				*end = REMOTE_END_TRUNCATED;
+			else if (u->bad_memory)
+				*end = REMOTE_END_BAD_MEMORY;
+			else if (ret == -UNW_ENOINFO || ret == -UNW_EBADFRAME || ip == 0)
+				*end = ip == 0 && ret > 0 ? REMOTE_END_COMPLETE : REMOTE_END_NO_INFO;
+			else
+				*end = REMOTE_END_ERROR;
+			break;
+		}
+		/* The frame interrupted by a signal resumes at its exact pc;
+		 * every other caller's ip is a return address. */
+		put_frame(u, &frames[n++], ip, was_signal);
+	}
+out:
+	u->snap = NULL;
+	u->stack_map = NULL;
+	return n;
+}
+
+const char *remote_end_str(enum remote_end e)
+{
+	switch (e) {
+	case REMOTE_END_COMPLETE: return "complete";
+	case REMOTE_END_TRUNCATED: return "stack deeper than the snapshot";
+	case REMOTE_END_NO_INFO: return "no unwind information";
+	case REMOTE_END_BAD_MEMORY: return "unreadable memory";
+	case REMOTE_END_MAX_FRAMES: return "frame limit reached";
+	case REMOTE_END_ERROR: break;
+	}
+	return "unwinder error";
+}

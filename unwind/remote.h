@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Remote unwinding of a snapshot with libunwind and cprof's own accessors:
+ * registers from the snapshot, stack memory from the snapshot, unwind tables
+ * (.eh_frame_hdr/.eh_frame) and code from the target's read-only mappings
+ * through process_vm_readv with a page cache.  Nothing here stops a thread
+ * or re-reads /proc/PID/maps; libunwind-ptrace's per-word PEEKDATA and its
+ * one-entry ELF cache stay off the hot path (../shared/NOTES.md section 2).
+ * The vdso is unwound like any other module, from its in-memory image.
+ */
+#ifndef CPROF_UNWIND_REMOTE_H
+#define CPROF_UNWIND_REMOTE_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "profile/stacks.h"
+#include "symbolize/maps.h"
+#include "symbolize/module.h"
+#include "unwind/snapshot.h"
+
+enum remote_end {
+	REMOTE_END_COMPLETE,	/* reached the outermost frame (thread start) */
+	REMOTE_END_TRUNCATED,	/* the stack went beyond the snapshot */
+	REMOTE_END_NO_INFO,	/* no unwind information for a frame */
+	REMOTE_END_BAD_MEMORY,	/* memory needed for a step could not be read */
+	REMOTE_END_MAX_FRAMES,	/* stopped at the frame limit */
+	REMOTE_END_ERROR,	/* libunwind reported another error */
+};
+
+struct remote_unwinder;
+
+/*
+ * An unwinder for process pid.  mods and maps are the sampler's, kept up to
+ * date by it and read (never changed) here; they must outlive the unwinder.
+ * Returns 0 or -errno.
+ */
+int remote_create(struct remote_unwinder **out, pid_t pid, const struct sym_modtab *mods,
+		  const struct sym_maps *maps);
+void remote_destroy(struct remote_unwinder *u);
+
+/* Forgets cached memory and unwind state: call when mappings changed. */
+void remote_flush(struct remote_unwinder *u);
+
+/*
+ * Unwinds s into frames (leaf first, each tagged with its module), at most
+ * max.  *end says why the walk ended.  Returns the number of frames (>= 1
+ * when the pc is known).
+ */
+size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
+		     size_t max, enum remote_end *end);
+
+/* A short English description of e, for notes and JSON. */
+const char *remote_end_str(enum remote_end e);
+
+#endif

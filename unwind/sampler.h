@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A CPU-profiling session over one process: at each tick, the threads that
+ * are running or runnable and used CPU since their previous sample are
+ * interrupted, their registers and stack copied, resumed at once, then
+ * unwound from the copy and aggregated.  Blocked threads are never
+ * interrupted, so their system calls never see EINTR because of cprof.
+ */
+#ifndef CPROF_UNWIND_SAMPLER_H
+#define CPROF_UNWIND_SAMPLER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile/stacks.h"
+#include "symbolize/module.h"
+#include "unwind/remote.h"
+
+struct sampler_opts {
+	pid_t pid;
+	unsigned hz;		/* ticks per second, 1..1000 */
+	uint64_t duration_ns;	/* 0: until a stop signal or the target's exit */
+	size_t stack_size;	/* bytes of stack copied per sample */
+	size_t max_frames;
+};
+
+struct sampler_stats {
+	uint64_t ticks;
+	uint64_t ticks_missed;	/* ticks skipped because cprof fell behind */
+	uint64_t samples;
+	uint64_t ends[REMOTE_END_ERROR + 1]; /* samples by how their unwind ended */
+	uint64_t cpu_ns;	/* sum of the samples' CPU time */
+	uint64_t threads_seen;
+	uint64_t stops, stop_ns_total, stop_ns_max;
+	uint64_t signals_reinjected;
+	uint64_t execs;
+	uint64_t start_realtime_ns;
+	uint64_t elapsed_ns;
+	bool target_exited;
+	bool stop_requested;
+};
+
+struct sampler;
+
+/* Returns 0 or -errno. */
+int sampler_create(struct sampler **out, const struct sampler_opts *o);
+void sampler_destroy(struct sampler *s);
+
+/* Seizes every thread of the target.  Returns 0 or tracer_attach's -errno. */
+int sampler_attach(struct sampler *s);
+
+/* Samples until the duration ends, a stop signal arrives or the target
+ * exits.  Returns 0 or -errno. */
+int sampler_run(struct sampler *s);
+
+/* Detaches from the target.  Returns 0 or -ETIMEDOUT (see tracer_detach). */
+int sampler_detach(struct sampler *s);
+
+const struct prof_stacks *sampler_stacks(const struct sampler *s);
+const struct sym_modtab *sampler_modules(const struct sampler *s);
+const struct sampler_stats *sampler_get_stats(const struct sampler *s);
+
+/* The thread a prof_stacks thread key stands for.  Returns 0 or -ENOENT. */
+int sampler_thread_label(const struct sampler *s, uint32_t key, pid_t *tid, const char **name);
+
+#endif

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* Register and stack copy of a ptrace-stopped thread. */
+#include "config.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/uio.h>
+
+#include "unwind/snapshot.h"
+
+int snap_init(struct snap *s, size_t cap)
+{
+	memset(s, 0, sizeof(*s));
+	s->stack = malloc(cap);
+	if (!s->stack)
+		return -ENOMEM;
+	s->stack_cap = cap;
+	return 0;
+}
+
+void snap_fini(struct snap *s)
+{
+	free(s->stack);
+	s->stack = NULL;
+	s->stack_cap = 0;
+}
+
+int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct sym_maps *maps)
+{
+	const struct sym_map *m;
+	uint64_t stack_end;
+	struct iovec riov, liov = { .iov_base = &s->regs, .iov_len = sizeof(s->regs) };
+	size_t want;
+	ssize_t r;
+
+	s->tid = tid;
+	s->stack_len = 0;
+	s->stack_short = false;
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &liov) < 0)
+		return -errno;
+	s->stack_start = s->regs.rsp;
+	m = sym_maps_find(maps, s->stack_start);
+	s->sp_unmapped = !m;
+	stack_end = m ? m->end : 0;
+
+	want = s->stack_cap;
+	if (stack_end > s->stack_start && stack_end - s->stack_start < want)
+		want = (size_t)(stack_end - s->stack_start);
+	else if (stack_end > s->stack_start)
+		s->stack_short = true;
+	/* One process_vm_readv: a single iovec pair stops cleanly at the first
+	 * unmapped page, so an unknown stack end costs nothing but a short read. */
+	liov.iov_base = s->stack;
+	liov.iov_len = want;
+	riov.iov_base = (void *)(uintptr_t)s->stack_start;
+	riov.iov_len = want;
+	r = process_vm_readv(pid, &liov, 1, &riov, 1, 0);
+	if (r > 0)
+		s->stack_len = (size_t)r;
+	return 0;
+}

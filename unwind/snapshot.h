@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A thread's registers and the top of its stack, copied while it is stopped
+ * so that it can be resumed at once and unwound afterwards (perf's and
+ * tbstack's approach).
+ */
+#ifndef CPROF_UNWIND_SNAPSHOT_H
+#define CPROF_UNWIND_SNAPSHOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "symbolize/maps.h"
+
+struct snap {
+	pid_t tid;
+	struct user_regs_struct regs;
+	uint64_t stack_start;	/* target address of stack[0] (the SP) */
+	size_t stack_len;	/* bytes copied */
+	size_t stack_cap;	/* bytes allocated in stack */
+	bool stack_short;	/* the copy stopped before the end of the stack mapping */
+	bool sp_unmapped;	/* SP is in no mapping that maps knew of: maps are stale */
+	uint8_t *stack;
+	uint64_t cpu_ns;	/* CPU time the thread used since its previous sample */
+	uint32_t key;		/* the caller's tag (the sampler's thread label) */
+};
+
+/* Allocates a snapshot able to hold cap bytes of stack.  Returns 0 or -ENOMEM. */
+int snap_init(struct snap *s, size_t cap);
+void snap_fini(struct snap *s);
+
+/*
+ * Copies the registers and the stack of tid (of process pid), which must be
+ * ptrace-stopped by the caller.  The copy runs from SP to the end of the
+ * mapping that maps says holds SP, capped by the capacity; when maps does not
+ * know SP, up to the capacity, accepting a short read, and sp_unmapped is set.
+ * Returns 0 or -errno (the registers could not be read).  An unreadable
+ * stack is not an error: stack_len is then 0.
+ */
+int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct sym_maps *maps);
+
+/* The stack pointer and program counter of a snapshot. */
+static inline uint64_t snap_sp(const struct snap *s)
+{
+	return s->regs.rsp;
+}
+
+static inline uint64_t snap_pc(const struct snap *s)
+{
+	return s->regs.rip;
+}
+
+#endif

@@ -1,0 +1,500 @@
+/* SPDX-License-Identifier: MIT */
+/* ptrace seize/interrupt/event loop/detach for all threads of one process. */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "unwind/procfs.h"
+#include "unwind/tracer.h"
+
+#define SEIZE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
+
+struct tracer {
+	pid_t pid;
+	int sigfd;
+	const struct tracer_ops *ops;
+	void *arg;
+	struct tracer_thread **threads;
+	size_t n_threads, cap_threads;
+	size_t n_pending;
+	bool detaching;
+	bool stop_requested;
+	struct tracer_stats stats;
+};
+
+uint64_t tracer_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct tracer_thread *find_thread(struct tracer *t, pid_t tid, size_t *index)
+{
+	size_t i;
+
+	/* Linear: thread counts are in the hundreds and this runs per event,
+	 * not per byte; a hash would only pay off far beyond that. */
+	for (i = 0; i < t->n_threads; i++) {
+		if (t->threads[i]->tid == tid) {
+			if (index)
+				*index = i;
+			return t->threads[i];
+		}
+	}
+	return NULL;
+}
+
+static struct tracer_thread *add_thread(struct tracer *t, pid_t tid)
+{
+	struct tracer_thread *th, **nv;
+
+	if (t->n_threads == t->cap_threads) {
+		size_t cap = t->cap_threads ? t->cap_threads * 2 : 64;
+
+		nv = realloc(t->threads, cap * sizeof(*nv));
+		if (!nv)
+			return NULL;
+		t->threads = nv;
+		t->cap_threads = cap;
+	}
+	th = calloc(1, sizeof(*th));
+	if (!th)
+		return NULL;
+	th->tid = tid;
+	th->stat_fd = procfs_open_task(t->pid, tid, "stat");
+	th->schedstat_fd = procfs_open_task(t->pid, tid, "schedstat");
+	t->threads[t->n_threads++] = th;
+	t->stats.threads_seen++;
+	if (t->ops && t->ops->on_thread)
+		t->ops->on_thread(t, th, true, t->arg);
+	return th;
+}
+
+static void remove_thread(struct tracer *t, size_t i)
+{
+	struct tracer_thread *th = t->threads[i];
+
+	if (t->ops && t->ops->on_thread)
+		t->ops->on_thread(t, th, false, t->arg);
+	if (th->pending)
+		t->n_pending--;
+	if (th->stat_fd >= 0)
+		close(th->stat_fd);
+	if (th->schedstat_fd >= 0)
+		close(th->schedstat_fd);
+	free(th);
+	t->threads[i] = t->threads[--t->n_threads];
+}
+
+static void forget_tid(struct tracer *t, pid_t tid)
+{
+	size_t i;
+
+	if (find_thread(t, tid, &i))
+		remove_thread(t, i);
+}
+
+/* A thread is ours when /proc says its tracer is this process: threads
+ * auto-attached through PTRACE_O_TRACECLONE answer EPERM to a second seize. */
+static bool traced_by_us(pid_t tid)
+{
+	long tracer;
+
+	if (procfs_status_field(tid, "TracerPid", &tracer) < 0)
+		return false;
+	return tracer == (long)getpid();
+}
+
+/* One pass over /proc/PID/task; *added counts newly seized threads. */
+static int seize_pass(struct tracer *t, size_t *added)
+{
+	pid_t *tids;
+	size_t n, i;
+	int ret;
+
+	ret = procfs_list_tasks(t->pid, &tids, &n);
+	if (ret < 0)
+		return ret;
+	*added = 0;
+	for (i = 0; i < n; i++) {
+		pid_t tid = tids[i];
+
+		if (find_thread(t, tid, NULL))
+			continue;
+		if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)SEIZE_OPTIONS) < 0) {
+			int e = errno;
+
+			if (e == ESRCH)
+				continue;	/* exiting: drop quietly */
+			if (e == EPERM && traced_by_us(tid)) {
+				/* Auto-attached by a clone we already trace. */
+			} else if (e == EPERM && tid != t->pid && kill(tid, 0) < 0) {
+				continue;	/* vanished meanwhile */
+			} else {
+				free(tids);
+				return -e;
+			}
+		}
+		if (!add_thread(t, tid)) {
+			free(tids);
+			return -ENOMEM;
+		}
+		(*added)++;
+	}
+	free(tids);
+	return 0;
+}
+
+int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, void *arg)
+{
+	struct tracer *t;
+	sigset_t mask;
+	size_t added;
+	int ret, quiet_passes = 0;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->pid = pid;
+	t->ops = ops;
+	t->arg = arg;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0) {
+		ret = -errno;
+		goto err_free;
+	}
+	t->sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (t->sigfd < 0) {
+		ret = -errno;
+		goto err_free;
+	}
+
+	/* The leader first: its failure is the one to report. */
+	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(long)SEIZE_OPTIONS) < 0) {
+		ret = -errno;
+		goto err_sigfd;
+	}
+	if (!add_thread(t, pid)) {
+		ret = -ENOMEM;
+		goto err_detach;
+	}
+	/* Rescan until two passes find nothing new, as gdb does: a thread may
+	 * be created between reading the directory and seizing its parent. */
+	while (quiet_passes < 2) {
+		ret = seize_pass(t, &added);
+		if (ret < 0)
+			goto err_detach;
+		quiet_passes = added ? 0 : quiet_passes + 1;
+	}
+	*out = t;
+	return 0;
+
+err_detach:
+	tracer_detach(t, 1000);
+	return ret;
+err_sigfd:
+	close(t->sigfd);
+err_free:
+	free(t);
+	return ret;
+}
+
+static bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static void resume(struct tracer *t, pid_t tid, int sig)
+{
+	/* ESRCH: the thread died under us; its exit is reported separately. */
+	if (t->detaching) {
+		size_t i;
+
+		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig);
+		if (find_thread(t, tid, &i))
+			remove_thread(t, i);
+		return;
+	}
+	ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig);
+}
+
+static void account_stop(struct tracer *t, struct tracer_thread *th)
+{
+	uint64_t d = tracer_now_ns() - th->interrupt_ns;
+
+	t->stats.stops++;
+	t->stats.stop_ns_total += d;
+	if (d > t->stats.stop_ns_max)
+		t->stats.stop_ns_max = d;
+}
+
+/* After exec only the execing thread survives, now under the leader's tid. */
+static void handle_exec(struct tracer *t)
+{
+	pid_t *tids;
+	size_t n, i, j;
+
+	t->stats.execs++;
+	if (procfs_list_tasks(t->pid, &tids, &n) == 0) {
+		for (i = 0; i < t->n_threads;) {
+			bool alive = false;
+
+			for (j = 0; j < n; j++)
+				alive |= tids[j] == t->threads[i]->tid;
+			if (alive) {
+				i++;
+				continue;
+			}
+			remove_thread(t, i);
+		}
+		free(tids);
+	}
+	if (!find_thread(t, t->pid, NULL))
+		add_thread(t, t->pid);
+	if (t->ops && t->ops->on_exec && !t->detaching)
+		t->ops->on_exec(t, t->arg);
+}
+
+static void handle_status(struct tracer *t, pid_t tid, int status)
+{
+	struct tracer_thread *th;
+	unsigned long msg;
+	int sig, event;
+
+	th = find_thread(t, tid, NULL);
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		forget_tid(t, tid);
+		return;
+	}
+	if (!WIFSTOPPED(status))
+		return;
+	if (!th) {
+		/* A clone's first stop can come before its parent's
+		 * PTRACE_EVENT_CLONE: unknown tids are new threads. */
+		th = add_thread(t, tid);
+		if (!th) {
+			ptrace(PTRACE_CONT, tid, NULL, NULL);
+			return;
+		}
+	}
+	sig = WSTOPSIG(status);
+	event = status >> 16;
+
+	switch (event) {
+	case PTRACE_EVENT_STOP:
+		if (is_stop_signal(sig)) {
+			/* Group-stop: the process is stopped by job control.
+			 * LISTEN keeps it stopped yet lets SIGCONT through;
+			 * CONT would wrongly resume it. */
+			t->stats.group_stops++;
+			if (th->pending) {
+				th->pending = false;
+				t->n_pending--;
+				if (t->ops && t->ops->on_stop && !t->detaching)
+					t->ops->on_stop(t, th, true, t->arg);
+				account_stop(t, th);
+			}
+			if (t->detaching) {
+				resume(t, tid, 0);
+				return;
+			}
+			th->listening = true;
+			ptrace(PTRACE_LISTEN, tid, NULL, NULL);
+			return;
+		}
+		th->listening = false;
+		if (th->pending) {
+			th->pending = false;
+			t->n_pending--;
+			if (t->ops && t->ops->on_stop && !t->detaching)
+				t->ops->on_stop(t, th, false, t->arg);
+			account_stop(t, th);
+		}
+		resume(t, tid, 0);
+		return;
+	case PTRACE_EVENT_CLONE:
+		if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) == 0 &&
+		    !find_thread(t, (pid_t)msg, NULL))
+			add_thread(t, (pid_t)msg);
+		resume(t, tid, 0);
+		return;
+	case PTRACE_EVENT_EXEC:
+		handle_exec(t);
+		resume(t, tid, 0);
+		return;
+	case 0:
+		/* Signal-delivery-stop: hand the signal back untouched.  Our
+		 * interrupt, if any, still follows as its own stop. */
+		t->stats.signals_reinjected++;
+		resume(t, tid, sig);
+		return;
+	default:
+		resume(t, tid, 0);
+		return;
+	}
+}
+
+/* Reaps every queued status without blocking.  Returns how many. */
+static int drain(struct tracer *t)
+{
+	int status, n = 0;
+	pid_t tid;
+
+	for (;;) {
+		tid = waitpid(-1, &status, WNOHANG | __WALL);
+		if (tid <= 0)
+			break;
+		handle_status(t, tid, status);
+		n++;
+	}
+	return n;
+}
+
+static int read_signals(struct tracer *t)
+{
+	struct signalfd_siginfo si;
+	ssize_t r;
+
+	for (;;) {
+		r = read(t->sigfd, &si, sizeof(si));
+		if (r != (ssize_t)sizeof(si))
+			break;
+		if (si.ssi_signo != SIGCHLD)
+			t->stop_requested = true;
+	}
+	if (r < 0 && errno != EAGAIN && errno != EINTR)
+		return -errno;
+	return 0;
+}
+
+static int status_mask(const struct tracer *t)
+{
+	int m = 0;
+
+	if (t->stop_requested)
+		m |= TRACER_EV_STOP_REQUESTED;
+	if (t->n_threads == 0)
+		m |= TRACER_EV_GONE;
+	return m;
+}
+
+int tracer_poll(struct tracer *t, uint64_t timeout_ns)
+{
+	struct pollfd pfd = { .fd = t->sigfd, .events = POLLIN };
+	struct timespec ts;
+	int r;
+
+	if (drain(t) > 0 || timeout_ns == 0 || status_mask(t)) {
+		r = read_signals(t);
+		return r < 0 ? r : status_mask(t);
+	}
+	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
+	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+	r = ppoll(&pfd, 1, &ts, NULL);
+	if (r < 0 && errno != EINTR)
+		return -errno;
+	r = read_signals(t);
+	if (r < 0)
+		return r;
+	/* SIGCHLD coalesces: always drain, whatever woke us. */
+	drain(t);
+	return status_mask(t);
+}
+
+int tracer_interrupt(struct tracer *t, struct tracer_thread *th)
+{
+	if (th->pending)
+		return 0;
+	th->interrupt_ns = tracer_now_ns();
+	if (ptrace(PTRACE_INTERRUPT, th->tid, NULL, NULL) < 0)
+		return -errno;
+	th->pending = true;
+	t->n_pending++;
+	return 0;
+}
+
+int tracer_detach(struct tracer *t, int timeout_ms)
+{
+	uint64_t deadline = tracer_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	size_t i;
+	int ret = 0;
+
+	t->detaching = true;
+	/* PTRACE_DETACH needs the tracee in a ptrace-stop, listening ones
+	 * included: bring every thread to one, then detach it there. */
+	for (i = 0; i < t->n_threads; i++) {
+		struct tracer_thread *th = t->threads[i];
+
+		if (th->pending)
+			continue;
+		th->interrupt_ns = tracer_now_ns();
+		if (ptrace(PTRACE_INTERRUPT, th->tid, NULL, NULL) == 0) {
+			th->pending = true;
+			t->n_pending++;
+		}
+	}
+	while (t->n_threads > 0) {
+		uint64_t now = tracer_now_ns();
+
+		if (now >= deadline) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		if (tracer_poll(t, deadline - now) < 0)
+			break;
+		/* Threads that died without a report we could reap. */
+		for (i = 0; i < t->n_threads;) {
+			if (kill(t->threads[i]->tid, 0) < 0 && errno == ESRCH)
+				remove_thread(t, i);
+			else
+				i++;
+		}
+	}
+	while (t->n_threads > 0)
+		remove_thread(t, t->n_threads - 1);
+	close(t->sigfd);
+	free(t->threads);
+	free(t);
+	return ret;
+}
+
+size_t tracer_thread_count(const struct tracer *t)
+{
+	return t->n_threads;
+}
+
+struct tracer_thread *tracer_thread_at(struct tracer *t, size_t i)
+{
+	return i < t->n_threads ? t->threads[i] : NULL;
+}
+
+size_t tracer_pending_count(const struct tracer *t)
+{
+	return t->n_pending;
+}
+
+pid_t tracer_pid(const struct tracer *t)
+{
+	return t->pid;
+}
+
+const struct tracer_stats *tracer_get_stats(const struct tracer *t)
+{
+	return &t->stats;
+}

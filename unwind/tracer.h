@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptrace control of every thread of one process: seize once for the whole
+ * session, follow clones and exec, interrupt on request, and an event loop
+ * that reaps stops promptly so the target's signals are re-injected at once
+ * and job-control stops are respected (PTRACE_LISTEN).  Never PTRACE_ATTACH,
+ * never PTRACE_O_EXITKILL: if cprof dies the kernel detaches and the target
+ * runs on.  All calls must come from the thread that created the tracer.
+ */
+#ifndef CPROF_UNWIND_TRACER_H
+#define CPROF_UNWIND_TRACER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct tracer;
+
+struct tracer_thread {
+	pid_t tid;
+	int stat_fd;		/* /proc/PID/task/TID/stat, kept open; -1 if unavailable */
+	int schedstat_fd;	/* /proc/PID/task/TID/schedstat, kept open; -1 if unavailable */
+	bool pending;		/* PTRACE_INTERRUPT sent, its stop not seen yet */
+	bool listening;		/* in group-stop (job control); PTRACE_LISTEN issued */
+	uint64_t interrupt_ns;	/* CLOCK_MONOTONIC when interrupted */
+	/* For the tracer's user (the sampler), zeroed when the thread appears. */
+	uint64_t user_run_ns;
+	uint64_t user_seen_run_ns;
+	uint32_t user_label;
+	bool user_primed;
+};
+
+struct tracer_ops {
+	/*
+	 * The thread is in the stop its interrupt asked for; group_stopped
+	 * tells whether that stop is a job-control stop.  The callback may read
+	 * its registers and memory; the tracer resumes (or listens) right after
+	 * it returns.
+	 */
+	void (*on_stop)(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg);
+	/* A thread appeared (seized, cloned) or is about to be forgotten. */
+	void (*on_thread)(struct tracer *t, struct tracer_thread *th, bool appeared, void *arg);
+	/* The process called execve: its address space is new. */
+	void (*on_exec)(struct tracer *t, void *arg);
+};
+
+struct tracer_stats {
+	uint64_t stops;		/* interrupt stops served */
+	uint64_t stop_ns_total;	/* sum of interrupt-to-resume times */
+	uint64_t stop_ns_max;
+	uint64_t signals_reinjected;
+	uint64_t group_stops;
+	uint64_t execs;
+	uint64_t threads_seen;
+};
+
+enum {
+	TRACER_EV_STOP_REQUESTED = 1 << 0, /* SIGINT, SIGTERM or SIGHUP reached cprof */
+	TRACER_EV_GONE = 1 << 1,	    /* the target has no threads left */
+};
+
+/*
+ * Seizes every thread of pid (rescanning /proc/PID/task until a pass finds
+ * none new).  Blocks SIGCHLD, SIGINT, SIGTERM and SIGHUP in the calling
+ * thread and listens to them on a signalfd, so a Ctrl-C during attach is not
+ * lost.  Returns 0, -ESRCH (no such process), -EPERM (not permitted; the
+ * caller diagnoses why), or another -errno.
+ */
+int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, void *arg);
+
+/*
+ * Detaches from every thread: each is brought to a stop and PTRACE_DETACHed,
+ * with its pending signal when the stop was a signal-delivery-stop, so
+ * nothing is swallowed; job-control-stopped threads stay stopped.  Waits at
+ * most timeout_ms for stops (threads stuck in uninterruptible sleep); frees t.
+ * Returns 0, or -ETIMEDOUT when some thread could not be detached (the kernel
+ * detaches it when cprof exits).
+ */
+int tracer_detach(struct tracer *t, int timeout_ms);
+
+/* Sends PTRACE_INTERRUPT to th.  Returns 0 or -errno (-ESRCH: exiting). */
+int tracer_interrupt(struct tracer *t, struct tracer_thread *th);
+
+/*
+ * Handles every event already queued, then waits up to timeout_ns for more
+ * (0: do not wait).  Returns a mask of TRACER_EV_* or -errno.
+ */
+int tracer_poll(struct tracer *t, uint64_t timeout_ns);
+
+/* Threads currently traced; valid until the next tracer call. */
+size_t tracer_thread_count(const struct tracer *t);
+struct tracer_thread *tracer_thread_at(struct tracer *t, size_t i);
+size_t tracer_pending_count(const struct tracer *t);
+
+pid_t tracer_pid(const struct tracer *t);
+const struct tracer_stats *tracer_get_stats(const struct tracer *t);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t tracer_now_ns(void);
+
+#endif
