@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/* cprof: the subcommand table and the top-level options. */
+#include "config.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const struct cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "attach", cmd_attach, "profile a running process into a pprof CPU profile" },
+};
+
+static void usage(FILE *f)
+{
+	size_t i;
+
+	fprintf(f, "usage: cprof <command> [options]\n"
+		   "       cprof --help | --version\n\ncommands:\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\nRun 'cprof <command> --help' for the options of a command; see cprof(1).\n");
+}
+
+static int finish(int code)
+{
+	/* A full disk or closed pipe on stdout is an error, not silence. */
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		cli_error("cannot write standard output");
+		return code ? code : CPROF_EXIT_FATAL;
+	}
+	return code;
+}
+
+int main(int argc, char **argv)
+{
+	size_t i;
+
+	/* Writing a profile to a closed pipe must report EPIPE, not kill us. */
+	signal(SIGPIPE, SIG_IGN);
+	if (argc < 2) {
+		usage(stderr);
+		return CPROF_EXIT_USAGE;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		usage(stdout);
+		return finish(CPROF_EXIT_OK);
+	}
+	if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+		printf("cprof %s\n", PACKAGE_VERSION);
+		return finish(CPROF_EXIT_OK);
+	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return finish(commands[i].fn(argc - 1, argv + 1));
+	cli_error("unknown command '%s' (see 'cprof --help')", argv[1]);
+	return CPROF_EXIT_USAGE;
+}

@@ -1,0 +1,224 @@
+/* SPDX-License-Identifier: MIT */
+/* Error reporting, option value parsing and attach diagnostics for cli/. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "unwind/procfs.h"
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fputs("cprof: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static const struct {
+	const char *suffix;
+	double ns;
+} duration_units[] = {
+	{ "ns", 1 }, { "us", 1e3 }, { "ms", 1e6 }, { "s", 1e9 }, { "", 1e9 },
+	{ "m", 60e9 }, { "min", 60e9 }, { "h", 3600e9 },
+};
+
+int cli_parse_duration(const char *s, uint64_t *ns)
+{
+	char *end;
+	double v;
+	size_t i;
+
+	if (!s || !*s || *s == '-' || *s == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v <= 0)
+		return -EINVAL;
+	for (i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
+		if (strcmp(end, duration_units[i].suffix) == 0) {
+			double r = v * duration_units[i].ns;
+
+			if (r < 1 || r > 1e18)
+				return -EINVAL;
+			*ns = (uint64_t)r;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+int cli_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+	unsigned long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int cli_parse_size(const char *s, size_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	if (strcasecmp(end, "k") == 0 || strcasecmp(end, "kib") == 0)
+		v <<= 10;
+	else if (strcasecmp(end, "m") == 0 || strcasecmp(end, "mib") == 0)
+		v <<= 20;
+	else if (*end)
+		return -EINVAL;
+	*out = (size_t)v;
+	return 0;
+}
+
+int cli_parse_pid(const char *s, pid_t *pid)
+{
+	unsigned long v;
+
+	if (cli_parse_ulong(s, 1, INT_MAX, &v) < 0)
+		return -EINVAL;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+int cli_check_output(const char *path)
+{
+	char *copy, *dir, *probe = NULL;
+	struct stat st;
+	int fd, ret = 0;
+
+	if (strcmp(path, "-") == 0)
+		return 0;
+	if (!*path)
+		return -ENOENT;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return -EISDIR;
+	copy = strdup(path);
+	if (!copy)
+		return -ENOMEM;
+	dir = dirname(copy);
+	/* Creating a file is the only honest test: permissions, read-only
+	 * file systems, ACLs and root's exemptions all come into play. */
+	if (asprintf(&probe, "%s/.cprof-probe.XXXXXX", dir) < 0) {
+		probe = NULL;
+		ret = -ENOMEM;
+		goto out;
+	}
+	fd = mkstemp(probe);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	close(fd);
+	unlink(probe);
+out:
+	free(probe);
+	free(copy);
+	return ret;
+}
+
+static int read_ptrace_scope(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	int v = -1;
+
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static void comm_of(pid_t pid, char *buf, size_t size)
+{
+	struct procfs_stat st;
+
+	if (procfs_stat_pid(pid, &st) == 0)
+		snprintf(buf, size, "%s", st.comm);
+	else
+		snprintf(buf, size, "?");
+}
+
+int cli_attach_obstacle(pid_t pid, int err, char *buf, size_t size)
+{
+	struct procfs_stat st;
+	long tgid, tracer, uid;
+	char comm[64];
+	int scope;
+
+	if (procfs_stat_pid(pid, &st) < 0 || err == -ESRCH) {
+		snprintf(buf, size, "no such process");
+		return 1;
+	}
+	if (procfs_status_field(pid, "Tgid", &tgid) == 0) {
+		if (tgid == (long)getpid()) {
+			snprintf(buf, size, "it is cprof itself");
+			return 1;
+		}
+		if (tgid != (long)pid) {
+			snprintf(buf, size, "it is a thread of process %ld (use -p %ld)", tgid, tgid);
+			return 1;
+		}
+	}
+	if (st.state == 'Z' || st.state == 'X') {
+		snprintf(buf, size, "the process is a zombie (it has exited)");
+		return 1;
+	}
+	if (st.flags & 0x00200000) {	/* PF_KTHREAD */
+		snprintf(buf, size, "it is a kernel thread (it has no user-space stack to profile)");
+		return 1;
+	}
+	if (procfs_status_field(pid, "TracerPid", &tracer) == 0 && tracer != 0 &&
+	    tracer != (long)getpid()) {
+		comm_of((pid_t)tracer, comm, sizeof(comm));
+		snprintf(buf, size, "already traced by pid %ld (%s; a process has one tracer at a time)",
+			 tracer, comm);
+		return 1;
+	}
+	if (!err)
+		return 0;
+	if (err == -EPERM) {
+		scope = read_ptrace_scope();
+		if (procfs_status_field(pid, "Uid", &uid) == 0 && uid != (long)geteuid() &&
+		    geteuid() != 0)
+			snprintf(buf, size, "%s (it belongs to uid %ld; run as root or with CAP_SYS_PTRACE)",
+				 strerror(EPERM), uid);
+		else if (scope > 0)
+			snprintf(buf, size, "%s (ptrace_scope=%d; run as root or see /proc/sys/kernel/yama/ptrace_scope)",
+				 strerror(EPERM), scope);
+		else
+			snprintf(buf, size, "%s (run as root or with CAP_SYS_PTRACE)", strerror(EPERM));
+		return 1;
+	}
+	snprintf(buf, size, "%s", strerror(-err));
+	return 1;
+}
