@@ -1,0 +1,710 @@
+/* SPDX-License-Identifier: MIT */
+/* Tests symbolize/: maps parsing, the module table and libdw symbolization on a live child. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <link.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "symbolize/maps.h"
+#include "symbolize/module.h"
+#include "symbolize/symbolize.h"
+
+#ifndef NT_GNU_BUILD_ID
+#define NT_GNU_BUILD_ID 3
+#endif
+
+static int failures;
+
+static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s - ", ok ? "ok" : "not ok");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (!ok)
+		failures++;
+}
+
+/* ---- code the symbolizer must find, in the parent and the forked child ---- */
+
+static volatile int sink;
+static uintptr_t recorded_return;
+static int caller_line, inl_leaf_line, inl_outer_line;
+
+static const int known_fn_line = __LINE__ + 1;
+__attribute__((noinline)) static void known_fn(void) { asm volatile(""); sink = sink + 1; }
+
+/* Records its own return address: a call site in the function that called it. */
+__attribute__((noinline)) static void record_return(void)
+{
+	asm volatile("");
+	recorded_return = (uintptr_t)__builtin_return_address(0);
+}
+
+__attribute__((noinline)) static void caller_fn(void)
+{
+	asm volatile("");
+	record_return(); caller_line = __LINE__;
+	sink = sink + 1;
+}
+
+static inline __attribute__((always_inline)) void inl_leaf(void)
+{
+	asm volatile("");
+	record_return(); inl_leaf_line = __LINE__;
+	sink = sink + 1;
+}
+
+__attribute__((noinline)) static void inl_outer(void)
+{
+	asm volatile("");
+	inl_leaf(); inl_outer_line = __LINE__;
+	sink = sink + 1;
+}
+
+__attribute__((noinline)) static void child_block(int fd)
+{
+	char c;
+
+	asm volatile("");
+	/* Blocks until the parent kills us: nothing is ever written. */
+	while (read(fd, &c, 1) < 0 && errno == EINTR)
+		;
+	sink = sink + 1;
+}
+
+__attribute__((noinline)) static void child_chain(int fd)
+{
+	asm volatile("");
+	child_block(fd);
+	sink = sink + 1;
+}
+
+/* ---- expectations read from our own memory, independently of symbolize/ ---- */
+
+struct expect {
+	const char *want;	/* "" for the main program, else a name substring */
+	bool found;
+	uint64_t bias;
+	uint64_t eh_frame_hdr, eh_frame_hdr_len;
+	char build_id[129];
+};
+
+static void note_build_id(const unsigned char *p, size_t len, char *out)
+{
+	size_t off = 0;
+
+	while (off + 12 <= len) {
+		uint32_t namesz, descsz, type;
+
+		memcpy(&namesz, p + off, 4);
+		memcpy(&descsz, p + off + 4, 4);
+		memcpy(&type, p + off + 8, 4);
+		size_t name_off = off + 12;
+		size_t desc_off = name_off + ((namesz + 3) & ~3u);
+
+		if (desc_off + descsz > len)
+			return;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 &&
+		    memcmp(p + name_off, "GNU", 4) == 0 && descsz <= 64) {
+			for (uint32_t i = 0; i < descsz; i++)
+				sprintf(out + 2 * i, "%02x", p[desc_off + i]);
+			return;
+		}
+		off = desc_off + ((descsz + 3) & ~3u);
+	}
+}
+
+static int phdr_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct expect *e = arg;
+	bool main_prog = e->want[0] == '\0';
+
+	if (e->found)
+		return 0;
+	if (main_prog ? info->dlpi_name[0] != '\0' : strstr(info->dlpi_name, e->want) == NULL)
+		return 0;
+	e->found = true;
+	e->bias = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+
+		if (ph->p_type == PT_GNU_EH_FRAME) {
+			e->eh_frame_hdr = info->dlpi_addr + ph->p_vaddr;
+			e->eh_frame_hdr_len = ph->p_memsz;
+		}
+		if (ph->p_type == PT_NOTE && e->build_id[0] == '\0')
+			note_build_id((const unsigned char *)(info->dlpi_addr + ph->p_vaddr),
+				      ph->p_filesz, e->build_id);
+	}
+	return 1;
+}
+
+static void expect_object(struct expect *e, const char *want)
+{
+	memset(e, 0, sizeof(*e));
+	e->want = want;
+	dl_iterate_phdr(phdr_cb, e);
+}
+
+/* ---- hostile files ---- */
+
+static int copy_file(const char *from, const char *to, off_t max)
+{
+	char buf[65536];
+	int in, out, ret = -1;
+	off_t done = 0;
+	ssize_t r;
+
+	in = open(from, O_RDONLY);
+	if (in < 0)
+		return -1;
+	out = open(to, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (out < 0)
+		goto close_in;
+	while ((max < 0 || done < max) && (r = read(in, buf, sizeof(buf))) > 0) {
+		if (max >= 0 && done + r > max)
+			r = max - done;
+		if (write(out, buf, (size_t)r) != r)
+			goto close_out;
+		done += r;
+	}
+	ret = 0;
+close_out:
+	close(out);
+close_in:
+	close(in);
+	return ret;
+}
+
+/* Overwrites the DWARF sections with noise and changes the build-id. */
+static int corrupt_file(const char *path)
+{
+	uint32_t seed = 12345;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	int fd, ret = -1;
+	Elf *elf;
+
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf == NULL || elf_getshdrstrndx(elf, &shstrndx) != 0)
+		goto end_elf;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type == SHT_NOBITS)
+			continue;
+		name = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (name == NULL)
+			continue;
+		if (strncmp(name, ".debug_", 7) == 0) {
+			for (uint64_t i = 0; i < sh.sh_size; i++) {
+				unsigned char b;
+
+				seed = seed * 1103515245u + 12345u;
+				b = (unsigned char)(seed >> 16);
+				if (pwrite(fd, &b, 1, (off_t)(sh.sh_offset + i)) != 1)
+					goto end_elf;
+			}
+		} else if (strcmp(name, ".note.gnu.build-id") == 0 && sh.sh_size > 16) {
+			unsigned char b = 0xee;
+
+			/* A different build-id, so no cache entry of the real binary matches. */
+			if (pwrite(fd, &b, 1, (off_t)(sh.sh_offset + 16)) != 1)
+				goto end_elf;
+		}
+	}
+	ret = 0;
+end_elf:
+	elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+/*
+ * Makes DIR/NAME, a stripped copy of this program whose .gnu_debuglink names
+ * NAME.debug, kept in DIR/SUBDIR ("" for beside it).  Needs objcopy.
+ */
+static int make_debuglink_copy(const char *dir, const char *name, const char *subdir)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; mkdir -p '%s/%s'; "
+		 "objcopy --only-keep-debug /proc/%d/exe '%s/%s/%s.debug'; "
+		 "objcopy --strip-all --add-gnu-debuglink='%s/%s/%s.debug' /proc/%d/exe '%s/%s'",
+		 dir, subdir, (int)getpid(), dir, subdir, name, dir, subdir, name,
+		 (int)getpid(), dir, name);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Maps path whole and executable; returns the runtime address of known_fn in it. */
+static uint64_t map_copy(const char *path, uint64_t my_bias)
+{
+	struct stat st;
+	uint64_t addr = 0;
+	void *p;
+	int fd;
+
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) == 0) {
+		p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+		if (p != MAP_FAILED)
+			addr = (uintptr_t)p + ((uintptr_t)known_fn - my_bias);
+	}
+	close(fd);
+	return addr;
+}
+
+/* ---- tests ---- */
+
+static void test_parse(void)
+{
+	static const char text[] =
+		"7f0000002000-7f0000003000 rw-p 00000000 00:00 0 \n"
+		"00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon\n"
+		"7f0000000000-7f0000001000 r-xs 00001000 fd:01 42   /tmp/my dir/lib with  spaces.so (deleted)\n"
+		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n";
+	struct sym_maps m = { NULL, 0 };
+	const struct sym_map *f;
+	int ret;
+
+	ret = sym_maps_parse(text, sizeof(text) - 1, &m);
+	check(ret == 0 && m.n == 4, "sym_maps_parse reads 4 mappings (ret %d, n %zu)", ret, m.n);
+	if (ret != 0 || m.n != 4)
+		goto free_maps;
+	check(m.v[0].start == 0x400000 && m.v[1].start == 0x7f0000000000 &&
+	      m.v[2].start == 0x7f0000002000 && m.v[3].start == 0x7ffd00000000,
+	      "parsed mappings are sorted by address");
+	check(strcmp(m.v[0].path, "/usr/bin/dbus-daemon") == 0 && !m.v[0].deleted &&
+	      m.v[0].perms == (SYM_MAP_R | SYM_MAP_X | SYM_MAP_P) &&
+	      m.v[0].dev_major == 8 && m.v[0].dev_minor == 2 && m.v[0].inode == 173521,
+	      "plain file mapping: path, perms, dev, inode");
+	check(strcmp(m.v[1].path, "/tmp/my dir/lib with  spaces.so") == 0 && m.v[1].deleted &&
+	      m.v[1].offset == 0x1000 && m.v[1].dev_major == 0xfd && m.v[1].dev_minor == 1 &&
+	      !(m.v[1].perms & SYM_MAP_P),
+	      "path with spaces kept, \" (deleted)\" stripped, deleted set ('%s')", m.v[1].path);
+	check(m.v[2].path[0] == '\0' && m.v[2].inode == 0, "anonymous mapping has path \"\"");
+	check(strcmp(m.v[3].path, "[stack]") == 0, "pseudo path [stack] kept");
+	f = sym_maps_find(&m, 0x7f0000000fff);
+	check(f == &m.v[1], "sym_maps_find inside a mapping");
+	check(sym_maps_find(&m, 0x7f0000001000) == NULL && sym_maps_find(&m, 0x3fffff) == NULL &&
+	      sym_maps_find(&m, 0xffffffffffffffffULL) == NULL,
+	      "sym_maps_find misses gaps, below and above");
+
+	ret = sym_maps_parse("zzzz-1000 r-xp 0 0:0 0\n", 23, &m);
+	check(ret == -EINVAL && m.n == 0, "malformed maps text gives -EINVAL (ret %d)", ret);
+free_maps:
+	sym_maps_free(&m);
+}
+
+static const struct sym_module *find_module(const struct sym_modtab *t, const char *path_part)
+{
+	for (uint32_t id = 1; id <= sym_modtab_count(t); id++) {
+		const struct sym_module *m = sym_modtab_get(t, id);
+
+		if (m != NULL && m->mapped && strstr(m->path, path_part) != NULL)
+			return m;
+	}
+	return NULL;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a, b;
+
+	if (s == NULL)
+		return false;
+	a = strlen(s);
+	b = strlen(suffix);
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+static void print_frames(const struct sym_frame *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("#   [%zu] %s (%s) %s:%d decl %d%s\n", i,
+		       f[i].function ? f[i].function : "??",
+		       f[i].system_name ? f[i].system_name : "??",
+		       f[i].file ? f[i].file : "??", f[i].line, f[i].start_line,
+		       f[i].inlined ? " inlined" : "");
+}
+
+static void test_live(pid_t child, const char *corrupt_path, const char *trunc_path,
+		      uint64_t corrupt_addr, uint64_t trunc_addr)
+{
+	struct sym_maps maps = { NULL, 0 };
+	struct sym_modtab *t = NULL;
+	struct sym_ctx *ctx = NULL;
+	const struct sym_module *main_mod, *libc, *vdso, *m;
+	const struct sym_frame *fr, *fr2;
+	struct expect e_main, e_libc, e_vdso;
+	char exe[4096];
+	size_t n, n2;
+	ssize_t r;
+	int ret, stack_var = 0;
+
+	expect_object(&e_main, "");
+	expect_object(&e_libc, "libc.so");
+	expect_object(&e_vdso, "linux-vdso");
+
+	ret = sym_maps_read(child, &maps);
+	check(ret == 0 && maps.n > 5, "sym_maps_read(child) (ret %d, %zu mappings)", ret, maps.n);
+	const struct sym_map *km = sym_maps_find(&maps, (uintptr_t)known_fn);
+	check(km != NULL && (km->perms & SYM_MAP_X), "maps: known_fn is in an executable mapping");
+
+	ret = sym_modtab_create(&t, child);
+	check(ret == 0, "sym_modtab_create");
+	if (ret != 0)
+		goto free_maps;
+	ret = sym_modtab_update(t, &maps);
+	check(ret >= 3, "sym_modtab_update adds modules (%d)", ret);
+
+	main_mod = sym_modtab_lookup(t, (uintptr_t)known_fn);
+	r = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[r > 0 ? r : 0] = '\0';
+	check(main_mod != NULL && main_mod->is_main && strcmp(main_mod->path, exe) == 0,
+	      "sym_modtab_lookup(&known_fn) is the main module %s", main_mod ? main_mod->path : "(none)");
+	if (main_mod == NULL)
+		goto destroy_t;
+	check(main_mod->build_id != NULL && strcmp(main_mod->build_id, e_main.build_id) == 0,
+	      "main build-id %s == %s (from memory)", main_mod->build_id ? main_mod->build_id : "(null)",
+	      e_main.build_id);
+	check(main_mod->bias == e_main.bias && main_mod->fd >= 0 && main_mod->open_path != NULL,
+	      "main bias %#" PRIx64 " == dlpi_addr %#" PRIx64 ", fd open via %s", main_mod->bias,
+	      e_main.bias, main_mod->open_path ? main_mod->open_path : "(null)");
+	check(main_mod->eh_frame_hdr == e_main.eh_frame_hdr &&
+	      main_mod->eh_frame_hdr_len == e_main.eh_frame_hdr_len &&
+	      main_mod->text_start <= (uintptr_t)known_fn && (uintptr_t)known_fn < main_mod->text_end,
+	      "main eh_frame_hdr %#" PRIx64 "+%" PRIu64 ", text [%#" PRIx64 ", %#" PRIx64 ") offset %#" PRIx64,
+	      main_mod->eh_frame_hdr, main_mod->eh_frame_hdr_len, main_mod->text_start,
+	      main_mod->text_end, main_mod->text_offset);
+
+	libc = sym_modtab_lookup(t, (uintptr_t)nanosleep);
+	check(libc != NULL && strstr(libc->path, "libc.so") != NULL && !libc->is_main,
+	      "sym_modtab_lookup(&nanosleep) is libc %s", libc ? libc->path : "(none)");
+	if (libc != NULL) {
+		check(libc->build_id != NULL && strcmp(libc->build_id, e_libc.build_id) == 0 &&
+		      libc->bias == e_libc.bias,
+		      "libc build-id %s, bias %#" PRIx64 " match memory",
+		      libc->build_id ? libc->build_id : "(null)", libc->bias);
+		check(libc->eh_frame_hdr != 0 && libc->eh_frame_hdr == e_libc.eh_frame_hdr &&
+		      libc->eh_frame_hdr_len == e_libc.eh_frame_hdr_len,
+		      "libc eh_frame_hdr %#" PRIx64 "+%" PRIu64, libc->eh_frame_hdr,
+		      libc->eh_frame_hdr_len);
+	}
+
+	vdso = find_module(t, "[vdso]");
+	check(vdso != NULL && vdso->is_vdso && vdso->fd >= 0 && vdso->build_id != NULL &&
+	      (!e_vdso.found || strcmp(vdso->build_id, e_vdso.build_id) == 0) &&
+	      (!e_vdso.found || vdso->bias == e_vdso.bias),
+	      "[vdso] copied to a memfd, build-id %s", vdso && vdso->build_id ? vdso->build_id : "(null)");
+	check(find_module(t, "[vsyscall]") == NULL, "no module for [vsyscall]");
+
+	check(sym_modtab_lookup(t, 16) == NULL && sym_modtab_lookup(t, (uintptr_t)&stack_var) == NULL,
+	      "sym_modtab_lookup of a low address and of a stack address: no module");
+
+	ret = sym_modtab_update(t, &maps);
+	check(ret == 0 && sym_modtab_lookup(t, (uintptr_t)known_fn) == main_mod,
+	      "second update adds nothing, same module (ret %d)", ret);
+	sym_modtab_unmap_all(t);
+	check(sym_modtab_lookup(t, (uintptr_t)known_fn) == NULL && !main_mod->mapped,
+	      "after sym_modtab_unmap_all nothing is found");
+	ret = sym_modtab_update(t, &maps);
+	check(ret == 0 && sym_modtab_lookup(t, (uintptr_t)known_fn) == main_mod && main_mod->mapped,
+	      "update after unmap_all maps the same modules again (ret %d)", ret);
+
+	ret = sym_create(&ctx, t, 0);
+	check(ret == 0, "sym_create");
+	if (ret != 0)
+		goto destroy_t;
+
+	/* An exact address: the entry of known_fn, all on one line. */
+	ret = sym_lookup(ctx, main_mod, (uintptr_t)known_fn, false, &fr, &n);
+	check(ret == 0 && n == 1 && fr[0].function && strcmp(fr[0].function, "known_fn") == 0 &&
+	      strcmp(fr[0].system_name, "known_fn") == 0 && ends_with(fr[0].file, "test-symbolize.c") &&
+	      fr[0].line == known_fn_line && fr[0].start_line == known_fn_line && !fr[0].inlined,
+	      "known_fn symbolizes to known_fn at test-symbolize.c:%d", known_fn_line);
+	print_frames(fr, n);
+	ret = sym_lookup(ctx, main_mod, (uintptr_t)known_fn, false, &fr2, &n2);
+	check(ret == 0 && fr2 == fr && n2 == n, "second lookup is served from the cache");
+
+	/* A return address: the call site is at addr - 1. */
+	caller_fn();
+	ret = sym_lookup(ctx, main_mod, recorded_return, true, &fr, &n);
+	check(ret == 0 && n == 1 && fr[0].function && strcmp(fr[0].function, "caller_fn") == 0 &&
+	      ends_with(fr[0].file, "test-symbolize.c") && fr[0].line == caller_line,
+	      "return address in caller_fn gives the call line %d", caller_line);
+	print_frames(fr, n);
+
+	/* An inlined call site: two frames, the inlined function first. */
+	inl_outer();
+	ret = sym_lookup(ctx, main_mod, recorded_return, true, &fr, &n);
+	check(ret == 0 && n == 2 && fr[0].function && strcmp(fr[0].function, "inl_leaf") == 0 &&
+	      fr[0].inlined && fr[0].line == inl_leaf_line && ends_with(fr[0].file, "test-symbolize.c") &&
+	      fr[1].function && strcmp(fr[1].function, "inl_outer") == 0 && !fr[1].inlined &&
+	      fr[1].line == inl_outer_line && ends_with(fr[1].file, "test-symbolize.c"),
+	      "inlined call site: inl_leaf:%d (inlined) then inl_outer:%d", inl_leaf_line,
+	      inl_outer_line);
+	print_frames(fr, n);
+	check(sym_module_has_lines(ctx, main_mod), "main module has line info");
+
+	if (libc != NULL) {
+		ret = sym_lookup(ctx, libc, (uintptr_t)nanosleep, false, &fr, &n);
+		check(ret == 0 && n >= 1 && fr[n - 1].function && strstr(fr[n - 1].function, "nanosleep"),
+		      "libc &nanosleep resolves to %s", n ? fr[n - 1].function : "(nothing)");
+		print_frames(fr, n);
+		ret = sym_lookup(ctx, libc, (uintptr_t)getpid, false, &fr, &n);
+		check(ret == 0 && n >= 1 && fr[n - 1].function && strstr(fr[n - 1].function, "getpid"),
+		      "libc &getpid resolves to %s", n ? fr[n - 1].function : "(nothing)");
+		print_frames(fr, n);
+		check(sym_module_has_lines(ctx, libc) && n >= 1 && fr[0].file && fr[0].line > 0,
+		      "libc has file:line (libc6-dbg found by build-id)");
+	}
+
+	/* Where the blocked child really is: the PC of its read() system call. */
+	{
+		char path[64], buf[512];
+		unsigned long long pc = 0;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%d/syscall", (int)child);
+		f = fopen(path, "r");
+		if (f != NULL && fgets(buf, sizeof(buf), f) != NULL) {
+			char *last = strrchr(buf, ' ');
+
+			if (last != NULL)
+				pc = strtoull(last + 1, NULL, 16);
+		}
+		if (f != NULL)
+			fclose(f);
+		m = sym_modtab_lookup(t, pc);
+		if (pc != 0 && m != NULL) {
+			ret = sym_lookup(ctx, m, pc, false, &fr, &n);
+			check(ret == 0 && n >= 1 && fr[n - 1].function && strstr(fr[n - 1].function, "read"),
+			      "child's syscall pc %#llx is in %s: %s", pc, m->path,
+			      n ? fr[n - 1].function : "(nothing)");
+			print_frames(fr, n);
+		} else {
+			printf("# /proc/%d/syscall not readable: child pc check skipped\n", (int)child);
+		}
+	}
+
+	/* Hostile files: garbage DWARF (file deleted meanwhile), truncated ELF. */
+	m = sym_modtab_lookup(t, corrupt_addr);
+	check(m != NULL && m->deleted && strcmp(m->path, corrupt_path) == 0 && m->build_id != NULL &&
+	      strcmp(m->build_id, main_mod->build_id) != 0,
+	      "deleted corrupt copy is a module (fd %d via %s)", m ? m->fd : -2,
+	      m && m->open_path ? m->open_path : "(null)");
+	if (m != NULL) {
+		ret = sym_lookup(ctx, m, corrupt_addr, false, &fr, &n);
+		check(ret == 0, "lookup in a file with garbage DWARF survives (%zu frames: %s)", n,
+		      n && fr[n - 1].function ? fr[n - 1].function : "-");
+		ret = sym_lookup(ctx, m, corrupt_addr + 0x123, true, &fr, &n);
+		check(ret == 0, "second lookup there survives too");
+	}
+	m = sym_modtab_lookup(t, trunc_addr);
+	check(m != NULL && strcmp(m->path, trunc_path) == 0 && m->build_id == NULL,
+	      "truncated ELF is a module without build-id");
+	if (m != NULL) {
+		ret = sym_lookup(ctx, m, trunc_addr, false, &fr, &n);
+		check(ret == 0 && n == 0, "lookup in a truncated ELF finds nothing (ret %d, n %zu)", ret, n);
+	}
+	ret = sym_lookup(ctx, NULL, 0x1234, false, &fr, &n);
+	check(ret == 0 && n == 0, "lookup without a module finds nothing");
+
+	sym_destroy(ctx);
+destroy_t:
+	sym_modtab_destroy(t);
+free_maps:
+	sym_maps_free(&maps);
+}
+
+/*
+ * Separate debuginfo through .gnu_debuglink, in a fresh table and context (the
+ * copies share this program's build-id, which must not answer from a cache).
+ */
+static void test_debuglink(pid_t child, const char *dir, const uint64_t *addrs)
+{
+	static const char *const names[2] = { "dl-subdir", "dl-beside" };
+	struct sym_maps maps = { NULL, 0 };
+	struct sym_modtab *t = NULL;
+	struct sym_ctx *ctx = NULL;
+
+	if (sym_maps_read(child, &maps) < 0 || sym_modtab_create(&t, child) < 0)
+		goto free_maps;
+	if (sym_modtab_update(t, &maps) < 0 || sym_create(&ctx, t, 0) < 0)
+		goto destroy_t;
+	for (int i = 0; i < 2; i++) {
+		const struct sym_module *m = sym_modtab_lookup(t, addrs[i]);
+		const struct sym_frame *fr = NULL;
+		size_t n = 0;
+		int ret = -1;
+
+		if (m != NULL)
+			ret = sym_lookup(ctx, m, addrs[i], false, &fr, &n);
+		check(m != NULL && ret == 0 && n == 1 && fr[0].function &&
+		      strcmp(fr[0].function, "known_fn") == 0 &&
+		      ends_with(fr[0].file, "test-symbolize.c") && fr[0].line == known_fn_line &&
+		      sym_module_has_lines(ctx, m),
+		      "stripped copy %s/%s finds its debug file by .gnu_debuglink (%s)", dir,
+		      names[i], i == 0 ? ".debug/ subdir" : "beside it");
+		print_frames(fr, n);
+	}
+	sym_destroy(ctx);
+destroy_t:
+	sym_modtab_destroy(t);
+free_maps:
+	sym_maps_free(&maps);
+}
+
+int main(int argc, char **argv)
+{
+	char corrupt_path[] = "/tmp/cprof-test-symbolize-corrupt-XXXXXX";
+	char trunc_path[] = "/tmp/cprof-test-symbolize-trunc-XXXXXX";
+	char dl_dir[] = "/tmp/cprof-test-symbolize-dl-XXXXXX";
+	uint64_t addrs[4] = { 0, 0, 0, 0 };
+	bool have_debuglink = false;
+	struct expect e_main;
+	int ready[2], block[2], fd;
+	struct stat st;
+	pid_t child;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	test_parse();
+
+	if (access("/proc/self/maps", R_OK) != 0) {
+		printf("# SKIP: /proc is not mounted\n");
+		return 77;
+	}
+
+	fd = mkstemp(corrupt_path);
+	if (fd >= 0)
+		close(fd);
+	fd = mkstemp(trunc_path);
+	if (fd >= 0)
+		close(fd);
+	if (copy_file("/proc/self/exe", corrupt_path, -1) < 0 || corrupt_file(corrupt_path) < 0 ||
+	    copy_file("/proc/self/exe", trunc_path, 200) < 0) {
+		printf("not ok - cannot prepare test files in /tmp\n");
+		return 1;
+	}
+	expect_object(&e_main, "");
+	if (system("objcopy --version >/dev/null 2>&1") == 0 && mkdtemp(dl_dir) != NULL)
+		have_debuglink = make_debuglink_copy(dl_dir, "dl-subdir", ".debug") == 0 &&
+				 make_debuglink_copy(dl_dir, "dl-beside", ".") == 0;
+	else
+		printf("# objcopy not found: .gnu_debuglink checks skipped\n");
+
+	if (pipe(ready) < 0 || pipe(block) < 0) {
+		perror("pipe");
+		return 1;
+	}
+	child = fork();
+	if (child < 0) {
+		printf("# SKIP: fork: %s\n", strerror(errno));
+		return 77;
+	}
+	if (child == 0) {
+		void *p;
+
+		close(ready[0]);
+		close(block[1]);
+		/* Map the hostile files executable, as a loader would map code. */
+		fd = open(corrupt_path, O_RDONLY);
+		if (fd >= 0 && fstat(fd, &st) == 0) {
+			p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+			if (p != MAP_FAILED)
+				addrs[0] = (uintptr_t)p + ((uintptr_t)known_fn - e_main.bias);
+			close(fd);
+		}
+		fd = open(trunc_path, O_RDONLY);
+		if (fd >= 0) {
+			p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+			if (p != MAP_FAILED)
+				addrs[1] = (uintptr_t)p + 16;
+			close(fd);
+		}
+		if (have_debuglink) {
+			char path[256];
+
+			snprintf(path, sizeof(path), "%s/dl-subdir", dl_dir);
+			addrs[2] = map_copy(path, e_main.bias);
+			snprintf(path, sizeof(path), "%s/dl-beside", dl_dir);
+			addrs[3] = map_copy(path, e_main.bias);
+		}
+		if (write(ready[1], addrs, sizeof(addrs)) != (ssize_t)sizeof(addrs))
+			_exit(1);
+		child_chain(block[0]);
+		_exit(0);
+	}
+	close(ready[1]);
+	close(block[0]);
+	if (read(ready[0], addrs, sizeof(addrs)) != (ssize_t)sizeof(addrs)) {
+		printf("not ok - child did not start\n");
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		return 1;
+	}
+	/* The child keeps its mapping of the corrupt copy: now a deleted file. */
+	unlink(corrupt_path);
+
+	{
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)child);
+		if (access(path, R_OK) != 0) {
+			printf("# SKIP: cannot read %s: %s\n", path, strerror(errno));
+			kill(child, SIGKILL);
+			waitpid(child, NULL, 0);
+			unlink(trunc_path);
+			return 77;
+		}
+	}
+
+	test_live(child, corrupt_path, trunc_path, addrs[0], addrs[1]);
+	if (have_debuglink)
+		test_debuglink(child, dl_dir, addrs + 2);
+
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	unlink(trunc_path);
+	if (have_debuglink) {
+		char cmd[256];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dl_dir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", dl_dir);
+	}
+	(void)argc;
+	(void)argv;
+	printf("# %d failure(s)\n", failures);
+	return failures ? 1 : 0;
+}
