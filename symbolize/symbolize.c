@@ -370,11 +370,34 @@ free_name:
 	return st->dm;
 }
 
-/* Demangled C++ name, interned; the name itself when it is not mangled. */
+static const char *demangle_bare(struct sym_ctx *ctx, const char *name);
+
+/*
+ * The name shown to people: without an ELF symbol version
+ * ("__libc_start_main@@GLIBC_2.34" is __libc_start_main to anyone reading a
+ * profile; system_name keeps it whole), demangled when it is C++.  Interned.
+ */
 static const char *demangle(struct sym_ctx *ctx, const char *name)
 {
+	const char *at;
+	char *bare = NULL;
+	const char *s;
+
 	if (name == NULL)
 		return NULL;
+	at = strchr(name, '@');
+	if (at != NULL && at != name) {
+		bare = strndup(name, (size_t)(at - name));
+		if (bare != NULL)
+			name = bare;
+	}
+	s = demangle_bare(ctx, name);
+	free(bare);
+	return s;
+}
+
+static const char *demangle_bare(struct sym_ctx *ctx, const char *name)
+{
 #ifdef HAVE_CXA_DEMANGLE
 	if (name[0] == '_' && name[1] == 'Z') {
 		int status = -1;
