@@ -251,26 +251,18 @@ int cmd_attach(int argc, char **argv)
 		cli_error("cannot set up sampling of pid %d: %s", (int)a.pid, strerror(-ret));
 		return CPROF_EXIT_FATAL;
 	}
-	ret = sampler_attach(s);
-	if (ret < 0) {
+	code = CPROF_EXIT_OK;
+	ret = sampler_session(s);
+	if (ret < 0 && !sampler_get_stats(s)->attached) {
 		if (!cli_attach_obstacle(a.pid, ret, why, sizeof(why)))
 			snprintf(why, sizeof(why), "%s", strerror(-ret));
 		cli_error("cannot attach to pid %d: %s", (int)a.pid, why);
 		sampler_destroy(s);
 		return CPROF_EXIT_FATAL;
 	}
-
-	code = CPROF_EXIT_OK;
-	ret = sampler_run(s);
 	if (ret < 0) {
 		/* What was collected is still written below. */
 		cli_error("sampling pid %d stopped early: %s", (int)a.pid, strerror(-ret));
-		code = CPROF_EXIT_PARTIAL;
-	}
-	ret = sampler_detach(s);
-	if (ret < 0) {
-		cli_error("could not detach every thread of pid %d in time: %s "
-			  "(they are released when cprof exits)", (int)a.pid, strerror(-ret));
 		code = CPROF_EXIT_PARTIAL;
 	}
 	ret = write_profile(s, &a);

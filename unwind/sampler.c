@@ -3,6 +3,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,7 @@ struct sampler {
 	size_t n_labels, cap_labels;
 	uint64_t maps_read_ns;
 	int pending_events;	/* TRACER_EV_* seen while waiting for stops */
+	int session_ret;
 	struct sampler_stats stats;
 };
 
@@ -274,8 +277,6 @@ void sampler_destroy(struct sampler *s)
 
 	if (!s)
 		return;
-	if (s->tracer)
-		tracer_detach(s->tracer, 3000);
 	remote_destroy(s->unwinder);
 	if (s->mods)
 		sym_modtab_destroy(s->mods);
@@ -290,7 +291,7 @@ void sampler_destroy(struct sampler *s)
 	free(s);
 }
 
-int sampler_attach(struct sampler *s)
+static int session_attach(struct sampler *s)
 {
 	struct timespec ts;
 	int ret;
@@ -298,12 +299,13 @@ int sampler_attach(struct sampler *s)
 	ret = tracer_attach(&s->tracer, s->o.pid, &sampler_ops, s);
 	if (ret < 0)
 		return ret;
+	s->stats.attached = true;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	s->stats.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	return refresh_maps(s);
 }
 
-int sampler_run(struct sampler *s)
+static int session_loop(struct sampler *s)
 {
 	uint64_t period = 1000000000u / s->o.hz;
 	uint64_t start = tracer_now_ns(), next = start, now, wait;
@@ -350,25 +352,59 @@ int sampler_run(struct sampler *s)
 	return r < 0 ? r : 0;
 }
 
-int sampler_detach(struct sampler *s)
+static void session_release(struct sampler *s)
 {
-	const struct tracer_stats *ts;
-	int ret;
+	const struct tracer_stats *ts = tracer_get_stats(s->tracer);
 
-	if (!s->tracer)
-		return 0;
 	/* Stops that arrived after the last tick are still samples. */
 	tracer_poll(s->tracer, 0);
-	process_snaps(s);
-	ts = tracer_get_stats(s->tracer);
 	s->stats.threads_seen = ts->threads_seen;
 	s->stats.stops = ts->stops;
 	s->stats.stop_ns_total = ts->stop_ns_total;
 	s->stats.stop_ns_max = ts->stop_ns_max;
 	s->stats.signals_reinjected = ts->signals_reinjected;
-	ret = tracer_detach(s->tracer, 3000);
+	tracer_release(s->tracer);
 	s->tracer = NULL;
-	return ret;
+	process_snaps(s);
+}
+
+static void *session_main(void *arg)
+{
+	struct sampler *s = arg;
+	int ret;
+
+	ret = session_attach(s);
+	if (ret == 0)
+		ret = session_loop(s);
+	if (s->tracer)
+		session_release(s);
+	s->session_ret = ret;
+	/* Returning ends this thread: the kernel detaches the target here. */
+	return NULL;
+}
+
+int sampler_session(struct sampler *s)
+{
+	pthread_t th;
+	sigset_t mask;
+	int ret;
+
+	/* Blocked here first, so no thread of cprof takes them by default
+	 * action; the session thread inherits the mask and reads them from
+	 * its signalfd. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	ret = pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	if (ret)
+		return -ret;
+	ret = pthread_create(&th, NULL, session_main, s);
+	if (ret)
+		return -ret;
+	pthread_join(th, NULL);
+	return s->session_ret;
 }
 
 const struct prof_stacks *sampler_stacks(const struct sampler *s)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/types.h>
 
 #include "profile/stacks.h"
@@ -38,6 +39,7 @@ struct sampler_stats {
 	uint64_t execs;
 	uint64_t start_realtime_ns;
 	uint64_t elapsed_ns;
+	bool attached;
 	bool target_exited;
 	bool stop_requested;
 };
@@ -48,15 +50,18 @@ struct sampler;
 int sampler_create(struct sampler **out, const struct sampler_opts *o);
 void sampler_destroy(struct sampler *s);
 
-/* Seizes every thread of the target.  Returns 0 or tracer_attach's -errno. */
-int sampler_attach(struct sampler *s);
-
-/* Samples until the duration ends, a stop signal arrives or the target
- * exits.  Returns 0 or -errno. */
-int sampler_run(struct sampler *s);
-
-/* Detaches from the target.  Returns 0 or -ETIMEDOUT (see tracer_detach). */
-int sampler_detach(struct sampler *s);
+/*
+ * The whole session, on a thread of its own: seize every thread of the
+ * target, sample until the duration ends, SIGINT/SIGTERM/SIGHUP arrives or
+ * the target exits, then let go.  Letting go is that thread's exit: the
+ * kernel then detaches every tracee without stopping it (see
+ * tracer_release), so no blocked system call of the target sees EINTR.
+ * Blocks SIGINT, SIGTERM, SIGHUP and SIGCHLD in the calling thread (they are
+ * the session's to read).  Returns 0 or -errno; stats.attached tells whether
+ * the error came from attaching (nothing sampled) or later (what was
+ * sampled is kept).
+ */
+int sampler_session(struct sampler *s);
 
 const struct prof_stacks *sampler_stacks(const struct sampler *s);
 const struct sym_modtab *sampler_modules(const struct sampler *s);

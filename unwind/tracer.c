@@ -26,7 +26,6 @@ struct tracer {
 	struct tracer_thread **threads;
 	size_t n_threads, cap_threads;
 	size_t n_pending;
-	bool detaching;
 	bool stop_requested;
 	struct tracer_stats stats;
 };
@@ -206,7 +205,8 @@ int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, 
 	return 0;
 
 err_detach:
-	tracer_detach(t, 1000);
+	/* The caller's thread exits after a failed attach, releasing these. */
+	tracer_release(t);
 	return ret;
 err_sigfd:
 	close(t->sigfd);
@@ -223,14 +223,6 @@ static bool is_stop_signal(int sig)
 static void resume(struct tracer *t, pid_t tid, int sig)
 {
 	/* ESRCH: the thread died under us; its exit is reported separately. */
-	if (t->detaching) {
-		size_t i;
-
-		ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig);
-		if (find_thread(t, tid, &i))
-			remove_thread(t, i);
-		return;
-	}
 	ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig);
 }
 
@@ -267,7 +259,7 @@ static void handle_exec(struct tracer *t)
 	}
 	if (!find_thread(t, t->pid, NULL))
 		add_thread(t, t->pid);
-	if (t->ops && t->ops->on_exec && !t->detaching)
+	if (t->ops && t->ops->on_exec)
 		t->ops->on_exec(t, t->arg);
 }
 
@@ -306,13 +298,9 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 			if (th->pending) {
 				th->pending = false;
 				t->n_pending--;
-				if (t->ops && t->ops->on_stop && !t->detaching)
+				if (t->ops && t->ops->on_stop)
 					t->ops->on_stop(t, th, true, t->arg);
 				account_stop(t, th);
-			}
-			if (t->detaching) {
-				resume(t, tid, 0);
-				return;
 			}
 			th->listening = true;
 			ptrace(PTRACE_LISTEN, tid, NULL, NULL);
@@ -322,7 +310,7 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 		if (th->pending) {
 			th->pending = false;
 			t->n_pending--;
-			if (t->ops && t->ops->on_stop && !t->detaching)
+			if (t->ops && t->ops->on_stop)
 				t->ops->on_stop(t, th, false, t->arg);
 			account_stop(t, th);
 		}
@@ -429,49 +417,15 @@ int tracer_interrupt(struct tracer *t, struct tracer_thread *th)
 	return 0;
 }
 
-int tracer_detach(struct tracer *t, int timeout_ms)
+void tracer_release(struct tracer *t)
 {
-	uint64_t deadline = tracer_now_ns() + (uint64_t)timeout_ms * 1000000u;
-	size_t i;
-	int ret = 0;
-
-	t->detaching = true;
-	/* PTRACE_DETACH needs the tracee in a ptrace-stop, listening ones
-	 * included: bring every thread to one, then detach it there. */
-	for (i = 0; i < t->n_threads; i++) {
-		struct tracer_thread *th = t->threads[i];
-
-		if (th->pending)
-			continue;
-		th->interrupt_ns = tracer_now_ns();
-		if (ptrace(PTRACE_INTERRUPT, th->tid, NULL, NULL) == 0) {
-			th->pending = true;
-			t->n_pending++;
-		}
-	}
-	while (t->n_threads > 0) {
-		uint64_t now = tracer_now_ns();
-
-		if (now >= deadline) {
-			ret = -ETIMEDOUT;
-			break;
-		}
-		if (tracer_poll(t, deadline - now) < 0)
-			break;
-		/* Threads that died without a report we could reap. */
-		for (i = 0; i < t->n_threads;) {
-			if (kill(t->threads[i]->tid, 0) < 0 && errno == ESRCH)
-				remove_thread(t, i);
-			else
-				i++;
-		}
-	}
+	/* Serve what is already queued so no signal waits on us. */
+	drain(t);
 	while (t->n_threads > 0)
 		remove_thread(t, t->n_threads - 1);
 	close(t->sigfd);
 	free(t->threads);
 	free(t);
-	return ret;
 }
 
 size_t tracer_thread_count(const struct tracer *t)

@@ -70,14 +70,16 @@ enum {
 int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, void *arg);
 
 /*
- * Detaches from every thread: each is brought to a stop and PTRACE_DETACHed,
- * with its pending signal when the stop was a signal-delivery-stop, so
- * nothing is swallowed; job-control-stopped threads stay stopped.  Waits at
- * most timeout_ms for stops (threads stuck in uninterruptible sleep); frees t.
- * Returns 0, or -ETIMEDOUT when some thread could not be detached (the kernel
- * detaches it when cprof exits).
+ * Lets go of every thread without stopping any, and frees t.  The kernel
+ * detaches a tracer's tracees when the tracing thread exits (exit_ptrace),
+ * which interrupts nothing: a thread blocked in epoll_wait or sigtimedwait
+ * does not see EINTR, unlike PTRACE_DETACH, which needs each thread brought
+ * to a stop first.  So the calling thread must exit right after this call;
+ * until it does, the target may wait in a stop it cannot leave.  Threads in
+ * a job-control stop stay stopped; a signal whose delivery-stop had not been
+ * reaped is delivered.
  */
-int tracer_detach(struct tracer *t, int timeout_ms);
+void tracer_release(struct tracer *t);
 
 /* Sends PTRACE_INTERRUPT to th.  Returns 0 or -errno (-ESRCH: exiting). */
 int tracer_interrupt(struct tracer *t, struct tracer_thread *th);
