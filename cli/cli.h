@@ -4,6 +4,7 @@
 #define CPROF_CLI_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -46,6 +47,10 @@ int cli_check_output(const char *path);
  */
 int cli_attach_obstacle(pid_t pid, int err, char *buf, size_t size);
 
+/* Writes s as a JSON string literal (null when s is NULL). */
+void cli_json_string(FILE *f, const char *s);
+
 int cmd_attach(int argc, char **argv);
+int cmd_dump_threads(int argc, char **argv);
 
 #endif

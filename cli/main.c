@@ -14,6 +14,7 @@ static const struct cmd {
 	const char *summary;
 } commands[] = {
 	{ "attach", cmd_attach, "profile a running process into a pprof CPU profile" },
+	{ "dump-threads", cmd_dump_threads, "print every thread's stack, captured at one instant" },
 };
 
 static void usage(FILE *f)

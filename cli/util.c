@@ -222,3 +222,23 @@ int cli_attach_obstacle(pid_t pid, int err, char *buf, size_t size)
 	snprintf(buf, size, "%s", strerror(-err));
 	return 1;
 }
+
+void cli_json_string(FILE *f, const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	if (!s) {
+		fputs("null", f);
+		return;
+	}
+	fputc('"', f);
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(f, "\\u%04x", *p);
+		else
+			fputc(*p, f);
+	}
+	fputc('"', f);
+}

@@ -13,6 +13,11 @@
 
 #include "unwind/procfs.h"
 
+/* Generated at build time from <asm/unistd_64.h>: [nr] = "name", ... */
+static const char *const syscall_names[] = {
+#include "unwind/syscall-names.h"
+};
+
 int procfs_open_task(pid_t pid, pid_t tid, const char *name)
 {
 	char path[96];
@@ -149,6 +154,61 @@ int procfs_read_schedstat(int fd, uint64_t *run_ns)
 		return r == 0 ? -ESRCH : -EINVAL;
 	*run_ns = v;
 	return 0;
+}
+
+int procfs_read_sched(int fd, struct procfs_sched *sc)
+{
+	char buf[128];
+	unsigned long long a, b, c;
+	ssize_t r = pread_all(fd, buf, sizeof(buf));
+
+	if (r < 0)
+		return (int)r;
+	if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3)
+		return r == 0 ? -ESRCH : -EINVAL;
+	sc->run_ns = a;
+	sc->wait_ns = b;
+	sc->slices = c;
+	return 0;
+}
+
+int procfs_read_syscall(int fd, struct procfs_syscall *sc)
+{
+	char buf[512];
+	unsigned long long v[8];
+	long nr;
+	int n;
+	ssize_t r = pread_all(fd, buf, sizeof(buf));
+
+	if (r < 0)
+		return (int)r;
+	memset(sc, 0, sizeof(*sc));
+	if (strncmp(buf, "running", 7) == 0) {
+		sc->running = true;
+		sc->nr = -1;
+		return 0;
+	}
+	n = sscanf(buf, "%ld %llx %llx %llx %llx %llx %llx %llx %llx", &nr, &v[0], &v[1], &v[2],
+		   &v[3], &v[4], &v[5], &v[6], &v[7]);
+	sc->nr = nr;
+	if (n == 3 && nr == -1) {
+		sc->sp = v[0];
+		sc->pc = v[1];
+		return 0;
+	}
+	if (n != 9)
+		return -EINVAL;
+	memcpy(sc->args, v, sizeof(sc->args));
+	sc->sp = v[6];
+	sc->pc = v[7];
+	return 0;
+}
+
+const char *procfs_syscall_name(long nr)
+{
+	if (nr < 0 || (size_t)nr >= sizeof(syscall_names) / sizeof(syscall_names[0]))
+		return NULL;
+	return syscall_names[nr];
 }
 
 int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n)

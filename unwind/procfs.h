@@ -7,6 +7,7 @@
 #ifndef CPROF_UNWIND_PROCFS_H
 #define CPROF_UNWIND_PROCFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,6 +27,30 @@ int procfs_read_stat(int fd, struct procfs_stat *st);
 
 /* First field of schedstat: nanoseconds spent on the CPU.  Returns 0 or -errno. */
 int procfs_read_schedstat(int fd, uint64_t *run_ns);
+
+/* All of schedstat: ns on the CPU, ns waiting for it, timeslices run.  If
+ * none changed between two reads, the thread did not run in between. */
+struct procfs_sched {
+	uint64_t run_ns, wait_ns, slices;
+};
+int procfs_read_sched(int fd, struct procfs_sched *sc);
+
+/*
+ * /proc/PID/task/TID/syscall: for a thread that is not running, the system
+ * call it is in (nr -1 when none) with its arguments, and its user stack
+ * pointer and program counter, which are enough to read and unwind its
+ * stack without stopping it.
+ */
+struct procfs_syscall {
+	bool running;
+	long nr;
+	uint64_t args[6];
+	uint64_t sp, pc;
+};
+int procfs_read_syscall(int fd, struct procfs_syscall *sc);
+
+/* The name of x86_64 system call nr ("futex"), or NULL. */
+const char *procfs_syscall_name(long nr);
 
 /* Lists /proc/PID/task into a malloc'd array.  Returns 0 or -errno. */
 int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n);

@@ -50,6 +50,7 @@ struct remote_unwinder {
 	const struct sym_map *stack_map;
 	bool hit_end_of_snapshot;
 	bool bad_memory;
+	bool missing_reg;
 };
 
 static uint64_t page_hash(uint64_t page)
@@ -169,6 +170,11 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
 
 	if (write)
 		return -UNW_EREADONLYREG;
+	if (u->snap->regs_partial && reg != UNW_X86_64_RSP && reg != UNW_X86_64_RIP) {
+		/* Captured without a stop: the caller stops the thread instead. */
+		u->missing_reg = true;
+		return -UNW_EBADREG;
+	}
 	switch (reg) {
 	case UNW_X86_64_RAX: *val = r->rax; break;
 	case UNW_X86_64_RDX: *val = r->rdx; break;
@@ -397,9 +403,13 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	u->stack_map = sym_maps_find(u->maps, s->stack_start);
 	u->hit_end_of_snapshot = false;
 	u->bad_memory = false;
+	u->missing_reg = false;
 	put_frame(u, &frames[n++], snap_pc(s), true);
-	if (unw_init_remote(&c, u->as, u) < 0)
+	if (unw_init_remote(&c, u->as, u) < 0) {
+		if (u->missing_reg)
+			*end = REMOTE_END_NEED_REGS;
 		goto out;
+	}
 	for (;;) {
 		if (n == max) {
 			*end = REMOTE_END_MAX_FRAMES;
@@ -412,7 +422,9 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 			break;
 		}
 		if (ret < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) {
-			if (u->hit_end_of_snapshot || s->stack_len == 0)
+			if (u->missing_reg)
+				*end = REMOTE_END_NEED_REGS;
+			else if (u->hit_end_of_snapshot || s->stack_len == 0)
 				*end = REMOTE_END_TRUNCATED;
 			else if (u->bad_memory)
 				*end = REMOTE_END_BAD_MEMORY;
@@ -440,6 +452,7 @@ const char *remote_end_str(enum remote_end e)
 	case REMOTE_END_NO_INFO: return "no unwind information";
 	case REMOTE_END_BAD_MEMORY: return "unreadable memory";
 	case REMOTE_END_MAX_FRAMES: return "frame limit reached";
+	case REMOTE_END_NEED_REGS: return "registers unknown without a stop";
 	case REMOTE_END_ERROR: break;
 	}
 	return "unwinder error";

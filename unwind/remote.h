@@ -25,6 +25,7 @@ enum remote_end {
 	REMOTE_END_NO_INFO,	/* no unwind information for a frame */
 	REMOTE_END_BAD_MEMORY,	/* memory needed for a step could not be read */
 	REMOTE_END_MAX_FRAMES,	/* stopped at the frame limit */
+	REMOTE_END_NEED_REGS,	/* a register the snapshot lacks (regs_partial) was needed */
 	REMOTE_END_ERROR,	/* libunwind reported another error */
 };
 

@@ -88,20 +88,20 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 		th->user_label = add_label(s, th->tid, "");
 }
 
-static void on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
+static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
 {
 	struct sampler *s = arg;
 	struct snap *sn;
 
 	/* A job-control stop is not CPU use: nothing to sample. */
 	if (group_stopped)
-		return;
+		return false;
 	if (s->n_snaps == s->cap_snaps) {
 		size_t cap = s->cap_snaps ? s->cap_snaps * 2 : 16, i;
 		struct snap *nv = realloc(s->snaps, cap * sizeof(*nv));
 
 		if (!nv)
-			return;
+			return false;
 		s->snaps = nv;
 		for (i = s->cap_snaps; i < cap; i++) {
 			if (snap_init(&s->snaps[i], s->o.stack_size) < 0)
@@ -109,15 +109,16 @@ static void on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 		}
 		s->cap_snaps = i;
 		if (s->n_snaps == s->cap_snaps)
-			return;
+			return false;
 	}
 	sn = &s->snaps[s->n_snaps];
 	if (snap_capture(sn, s->o.pid, th->tid, &s->maps) < 0)
-		return;
+		return false;
 	sn->cpu_ns = th->user_seen_run_ns - th->user_run_ns;
 	sn->key = th->user_label;
 	th->user_run_ns = th->user_seen_run_ns;
 	s->n_snaps++;
+	return false;	/* copied: resume at once */
 }
 
 static void on_exec(struct tracer *t, void *arg)

@@ -28,19 +28,16 @@ void snap_fini(struct snap *s)
 	s->stack_cap = 0;
 }
 
-int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct sym_maps *maps)
+/* One process_vm_readv from SP: a single iovec pair stops cleanly at the
+ * first unmapped page, so an unknown stack end costs only a short read. */
+static int copy_stack(struct snap *s, pid_t pid, const struct sym_maps *maps)
 {
 	const struct sym_map *m;
 	uint64_t stack_end;
-	struct iovec riov, liov = { .iov_base = &s->regs, .iov_len = sizeof(s->regs) };
+	struct iovec riov, liov;
 	size_t want;
 	ssize_t r;
 
-	s->tid = tid;
-	s->stack_len = 0;
-	s->stack_short = false;
-	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &liov) < 0)
-		return -errno;
 	s->stack_start = s->regs.rsp;
 	m = sym_maps_find(maps, s->stack_start);
 	s->sp_unmapped = !m;
@@ -51,8 +48,6 @@ int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct sym_maps *ma
 		want = (size_t)(stack_end - s->stack_start);
 	else if (stack_end > s->stack_start)
 		s->stack_short = true;
-	/* One process_vm_readv: a single iovec pair stops cleanly at the first
-	 * unmapped page, so an unknown stack end costs nothing but a short read. */
 	liov.iov_base = s->stack;
 	liov.iov_len = want;
 	riov.iov_base = (void *)(uintptr_t)s->stack_start;
@@ -60,5 +55,33 @@ int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct sym_maps *ma
 	r = process_vm_readv(pid, &liov, 1, &riov, 1, 0);
 	if (r > 0)
 		s->stack_len = (size_t)r;
+	return r < 0 ? -errno : 0;
+}
+
+int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct sym_maps *maps)
+{
+	struct iovec liov = { .iov_base = &s->regs, .iov_len = sizeof(s->regs) };
+
+	s->tid = tid;
+	s->stack_len = 0;
+	s->stack_short = false;
+	s->regs_partial = false;
+	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &liov) < 0)
+		return -errno;
+	/* An unreadable stack still leaves the pc: not an error. */
+	copy_stack(s, pid, maps);
 	return 0;
+}
+
+int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
+			 const struct sym_maps *maps)
+{
+	s->tid = tid;
+	s->stack_len = 0;
+	s->stack_short = false;
+	s->regs_partial = true;
+	memset(&s->regs, 0, sizeof(s->regs));
+	s->regs.rsp = sp;
+	s->regs.rip = pc;
+	return copy_stack(s, pid, maps);
 }

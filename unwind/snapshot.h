@@ -23,6 +23,7 @@ struct snap {
 	size_t stack_cap;	/* bytes allocated in stack */
 	bool stack_short;	/* the copy stopped before the end of the stack mapping */
 	bool sp_unmapped;	/* SP is in no mapping that maps knew of: maps are stale */
+	bool regs_partial;	/* only SP and PC are known (captured without a stop) */
 	uint8_t *stack;
 	uint64_t cpu_ns;	/* CPU time the thread used since its previous sample */
 	uint32_t key;		/* the caller's tag (the sampler's thread label) */
@@ -41,6 +42,15 @@ void snap_fini(struct snap *s);
  * stack is not an error: stack_len is then 0.
  */
 int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct sym_maps *maps);
+
+/*
+ * The same for a thread that is blocked and NOT stopped: sp and pc come from
+ * /proc/PID/task/TID/syscall, the other registers are unknown
+ * (regs_partial).  The caller must check afterwards that the thread did not
+ * run during the copy (procfs_read_sched).  Returns 0 or -errno.
+ */
+int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
+			 const struct sym_maps *maps);
 
 /* The stack pointer and program counter of a snapshot. */
 static inline uint64_t snap_sp(const struct snap *s)

@@ -295,14 +295,16 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 			 * LISTEN keeps it stopped yet lets SIGCONT through;
 			 * CONT would wrongly resume it. */
 			t->stats.group_stops++;
+			th->listening = true;
 			if (th->pending) {
 				th->pending = false;
 				t->n_pending--;
-				if (t->ops && t->ops->on_stop)
-					t->ops->on_stop(t, th, true, t->arg);
+				if (t->ops && t->ops->on_stop && t->ops->on_stop(t, th, true, t->arg)) {
+					th->held = true;
+					return;
+				}
 				account_stop(t, th);
 			}
-			th->listening = true;
 			ptrace(PTRACE_LISTEN, tid, NULL, NULL);
 			return;
 		}
@@ -310,8 +312,10 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 		if (th->pending) {
 			th->pending = false;
 			t->n_pending--;
-			if (t->ops && t->ops->on_stop)
-				t->ops->on_stop(t, th, false, t->arg);
+			if (t->ops && t->ops->on_stop && t->ops->on_stop(t, th, false, t->arg)) {
+				th->held = true;
+				return;
+			}
 			account_stop(t, th);
 		}
 		resume(t, tid, 0);
@@ -417,9 +421,30 @@ int tracer_interrupt(struct tracer *t, struct tracer_thread *th)
 	return 0;
 }
 
+size_t tracer_resume_held(struct tracer *t)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < t->n_threads; i++) {
+		struct tracer_thread *th = t->threads[i];
+
+		if (!th->held)
+			continue;
+		th->held = false;
+		account_stop(t, th);
+		if (th->listening)
+			ptrace(PTRACE_LISTEN, th->tid, NULL, NULL);
+		else
+			resume(t, th->tid, 0);
+		n++;
+	}
+	return n;
+}
+
 void tracer_release(struct tracer *t)
 {
 	/* Serve what is already queued so no signal waits on us. */
+	tracer_resume_held(t);
 	drain(t);
 	while (t->n_threads > 0)
 		remove_thread(t, t->n_threads - 1);

@@ -23,6 +23,7 @@ struct tracer_thread {
 	int schedstat_fd;	/* /proc/PID/task/TID/schedstat, kept open; -1 if unavailable */
 	bool pending;		/* PTRACE_INTERRUPT sent, its stop not seen yet */
 	bool listening;		/* in group-stop (job control); PTRACE_LISTEN issued */
+	bool held;		/* kept in its stop by on_stop; see tracer_resume_held */
 	uint64_t interrupt_ns;	/* CLOCK_MONOTONIC when interrupted */
 	/* For the tracer's user (the sampler), zeroed when the thread appears. */
 	uint64_t user_run_ns;
@@ -35,10 +36,11 @@ struct tracer_ops {
 	/*
 	 * The thread is in the stop its interrupt asked for; group_stopped
 	 * tells whether that stop is a job-control stop.  The callback may read
-	 * its registers and memory; the tracer resumes (or listens) right after
-	 * it returns.
+	 * its registers and memory.  Returning false resumes it (or, in a
+	 * job-control stop, listens) at once; true holds it stopped until
+	 * tracer_resume_held, for a picture of several threads at one instant.
 	 */
-	void (*on_stop)(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg);
+	bool (*on_stop)(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg);
 	/* A thread appeared (seized, cloned) or is about to be forgotten. */
 	void (*on_thread)(struct tracer *t, struct tracer_thread *th, bool appeared, void *arg);
 	/* The process called execve: its address space is new. */
@@ -89,6 +91,9 @@ int tracer_interrupt(struct tracer *t, struct tracer_thread *th);
  * (0: do not wait).  Returns a mask of TRACER_EV_* or -errno.
  */
 int tracer_poll(struct tracer *t, uint64_t timeout_ns);
+
+/* Resumes every thread that on_stop held.  Returns how many. */
+size_t tracer_resume_held(struct tracer *t);
 
 /* Threads currently traced; valid until the next tracer call. */
 size_t tracer_thread_count(const struct tracer *t);

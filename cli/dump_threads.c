@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: MIT */
+/* cprof dump-threads: every thread's stack at one instant, text or JSON. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "symbolize/symbolize.h"
+#include "unwind/capture.h"
+
+#define DEFAULT_FRAMES 256
+#define MAX_FRAMES 4096
+#define MAX_ONLY 4096
+
+struct dump_args {
+	pid_t pid;
+	bool have_pid;
+	bool json;
+	bool no_source;
+	bool quiet;
+	unsigned long max_frames;
+	size_t stack_size;
+	pid_t only[MAX_ONLY];
+	size_t n_only;
+};
+
+static void dump_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cprof dump-threads -p PID [--json] [--no-source] [--threads TID,...]\n"
+		"                          [-n MAXFRAMES] [--stack-size BYTES] [-q]\n"
+		"\n"
+		"Prints the stack of every thread of the running process PID, all captured at\n"
+		"one instant: blocked threads are read without being stopped, running ones are\n"
+		"stopped together only while their registers and stack are copied.\n"
+		"\n"
+		"  -p, --pid PID          process to inspect\n"
+		"      --json             one JSON document on stdout, for scripts\n"
+		"      --no-source        no file:line (faster: no line tables loaded)\n"
+		"      --threads LIST     only these thread ids (comma separated)\n"
+		"  -n, --max-frames N     frames per thread, 1..%d (default %d)\n"
+		"      --stack-size N     bytes of stack copied per thread, 4k..8m (default 256k)\n"
+		"  -q, --quiet            no summary line on stderr\n"
+		"  -h, --help             this help\n",
+		MAX_FRAMES, DEFAULT_FRAMES);
+}
+
+static int parse_threads(const char *s, struct dump_args *a)
+{
+	char *copy = strdup(s), *tok, *save = NULL;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (a->n_only == MAX_ONLY || cli_parse_pid(tok, &a->only[a->n_only]) < 0) {
+			ret = -EINVAL;
+			break;
+		}
+		a->n_only++;
+	}
+	if (!a->n_only)
+		ret = -EINVAL;
+	free(copy);
+	return ret;
+}
+
+static int parse_args(int argc, char **argv, struct dump_args *a)
+{
+	enum { OPT_JSON = 256, OPT_NO_SOURCE, OPT_THREADS, OPT_STACK };
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "no-source", no_argument, NULL, OPT_NO_SOURCE },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "max-frames", required_argument, NULL, 'n' },
+		{ "stack-size", required_argument, NULL, OPT_STACK },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	a->max_frames = DEFAULT_FRAMES;
+	/* Deeper than attach's default: a dump is taken once, and a
+	 * truncated stack is what people notice in a dump. */
+	a->stack_size = 256u << 10;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:n:qh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (cli_parse_pid(optarg, &a->pid) < 0) {
+				cli_error("invalid pid '%s': expected a positive process id", optarg);
+				return CPROF_EXIT_USAGE;
+			}
+			a->have_pid = true;
+			break;
+		case OPT_JSON:
+			a->json = true;
+			break;
+		case OPT_NO_SOURCE:
+			a->no_source = true;
+			break;
+		case OPT_THREADS:
+			if (parse_threads(optarg, a) < 0) {
+				cli_error("invalid thread list '%s': expected thread ids separated by commas",
+					  optarg);
+				return CPROF_EXIT_USAGE;
+			}
+			break;
+		case 'n':
+			if (cli_parse_ulong(optarg, 1, MAX_FRAMES, &a->max_frames) < 0) {
+				cli_error("invalid frame count '%s': must be 1..%d", optarg, MAX_FRAMES);
+				return CPROF_EXIT_USAGE;
+			}
+			break;
+		case OPT_STACK:
+			if (cli_parse_size(optarg, &a->stack_size) < 0 || a->stack_size < (4u << 10) ||
+			    a->stack_size > (8u << 20)) {
+				cli_error("invalid stack size '%s': must be 4k..8m bytes", optarg);
+				return CPROF_EXIT_USAGE;
+			}
+			break;
+		case 'q':
+			a->quiet = true;
+			break;
+		case 'h':
+			dump_usage(stdout);
+			return CPROF_EXIT_OK;
+		default:
+			if (optopt && strchr("pn", optopt))
+				cli_error("dump-threads: option -%c needs a value (see 'cprof dump-threads --help')",
+					  optopt);
+			else
+				cli_error("dump-threads: unknown option '%s' (see 'cprof dump-threads --help')",
+					  argv[optind - 1]);
+			return CPROF_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		cli_error("dump-threads: unexpected argument '%s' (see 'cprof dump-threads --help')",
+			  argv[optind]);
+		return CPROF_EXIT_USAGE;
+	}
+	if (!a->have_pid) {
+		cli_error("dump-threads: which process? give its pid with -p PID");
+		return CPROF_EXIT_USAGE;
+	}
+	return -1;
+}
+
+static const char *state_name(char s)
+{
+	switch (s) {
+	case 'R': return "running";
+	case 'S': return "sleeping";
+	case 'D': return "disk sleep";
+	case 'T': return "stopped";
+	case 't': return "tracing stop";
+	case 'Z': return "zombie";
+	case 'X': return "dead";
+	case 'I': return "idle";
+	default: return "unknown";
+	}
+}
+
+static const char *base_name(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path ? path : "";
+}
+
+/* A thread's stack ended somewhere other than its start. */
+static bool thread_partial(const struct capture_thread *ct)
+{
+	if (ct->how == CAPTURE_NONE)
+		return ct->err != -ESRCH;
+	return ct->end != REMOTE_END_COMPLETE && ct->end != REMOTE_END_MAX_FRAMES;
+}
+
+struct printer {
+	const struct dump_args *a;
+	const struct capture *c;
+	struct sym_ctx *sym;
+	FILE *f;
+};
+
+/* Calls fn for each symbolic frame of ct, inline frames expanded. */
+typedef void (*frame_fn)(struct printer *pr, size_t index, const struct prof_frame *pf,
+			 const struct sym_module *mod, const struct sym_frame *sf, void *arg);
+
+static void for_each_frame(struct printer *pr, const struct capture_thread *ct, frame_fn fn,
+			   void *arg)
+{
+	size_t i, j, index = 0;
+
+	for (i = 0; i < ct->n_frames; i++) {
+		const struct prof_frame *pf = &ct->frames[i];
+		const struct sym_module *mod =
+			pf->module ? sym_modtab_get(pr->c->mods, pf->module) : NULL;
+		const struct sym_frame *sf = NULL;
+		size_t n = 0;
+
+		if (mod && pr->sym &&
+		    sym_lookup(pr->sym, mod, pf->addr, !(pf->flags & PROF_FRAME_EXACT), &sf, &n) < 0)
+			n = 0;
+		if (!n) {
+			fn(pr, index++, pf, mod, NULL, arg);
+			continue;
+		}
+		for (j = 0; j < n; j++)
+			fn(pr, index++, pf, mod, &sf[j], arg);
+	}
+}
+
+static void text_frame(struct printer *pr, size_t index, const struct prof_frame *pf,
+		       const struct sym_module *mod, const struct sym_frame *sf, void *arg)
+{
+	FILE *f = pr->f;
+
+	fprintf(f, "  #%-3zu 0x%016llx %s", index, (unsigned long long)pf->addr,
+		sf && sf->function ? sf->function : "??");
+	if (sf && sf->inlined)
+		fputs(" [inlined]", f);
+	if (sf && sf->file && !pr->a->no_source) {
+		fprintf(f, " at %s", sf->file);
+		if (sf->line)
+			fprintf(f, ":%d", sf->line);
+	}
+	if (mod)
+		fprintf(f, " (%s)", base_name(mod->path));
+	fputc('\n', f);
+}
+
+static void print_text(struct printer *pr)
+{
+	size_t i;
+
+	for (i = 0; i < pr->c->n; i++) {
+		const struct capture_thread *ct = &pr->c->threads[i];
+		const char *sc = procfs_syscall_name(ct->syscall_nr);
+
+		if (i)
+			fputc('\n', pr->f);
+		fprintf(pr->f, "Thread %d \"%s\" %c (%s) cpu=%.3fs", (int)ct->tid, ct->name,
+			ct->state ? ct->state : '?', state_name(ct->state), (double)ct->cpu_ns / 1e9);
+		if (ct->syscall_nr >= 0)
+			fprintf(pr->f, " syscall=%s", sc ? sc : "?");
+		fputc('\n', pr->f);
+		if (ct->how == CAPTURE_NONE) {
+			fprintf(pr->f, "  -- not captured: %s\n",
+				ct->err == -ESRCH ? "the thread exited" : strerror(-ct->err));
+			continue;
+		}
+		for_each_frame(pr, ct, text_frame, NULL);
+		if (thread_partial(ct))
+			fprintf(pr->f, "  -- stack ends here: %s\n", remote_end_str(ct->end));
+	}
+}
+
+static void json_frame(struct printer *pr, size_t index, const struct prof_frame *pf,
+		       const struct sym_module *mod, const struct sym_frame *sf, void *arg)
+{
+	FILE *f = pr->f;
+
+	fprintf(f, "%s\n      {\"index\": %zu, \"address\": \"0x%llx\", \"function\": ",
+		index ? "," : "", index, (unsigned long long)pf->addr);
+	cli_json_string(f, sf ? sf->function : NULL);
+	fprintf(f, ", \"inlined\": %s, \"file\": ", sf && sf->inlined ? "true" : "false");
+	cli_json_string(f, sf && !pr->a->no_source ? sf->file : NULL);
+	fprintf(f, ", \"line\": %d, \"module\": ", sf && !pr->a->no_source ? sf->line : 0);
+	cli_json_string(f, mod ? mod->path : NULL);
+	fputc('}', f);
+}
+
+static void print_json(struct printer *pr)
+{
+	const struct capture *c = pr->c;
+	FILE *f = pr->f;
+	size_t i;
+
+	fprintf(f, "{\n  \"pid\": %d,\n  \"freeze_ns\": %llu,\n  \"stopped_ns\": %llu,\n"
+		   "  \"threads_stopped\": %zu,\n  \"threads_unstopped\": %zu,\n  \"threads\": [",
+		(int)c->pid, (unsigned long long)c->freeze_ns, (unsigned long long)c->stopped_ns,
+		c->n_stopped, c->n_blocked);
+	for (i = 0; i < c->n; i++) {
+		const struct capture_thread *ct = &c->threads[i];
+		char state[2] = { ct->state ? ct->state : '?', 0 };
+
+		fprintf(f, "%s\n    {\"tid\": %d, \"name\": ", i ? "," : "", (int)ct->tid);
+		cli_json_string(f, ct->name);
+		fputs(", \"state\": ", f);
+		cli_json_string(f, state);
+		fprintf(f, ", \"cpu_ns\": %llu, \"syscall\": ", (unsigned long long)ct->cpu_ns);
+		cli_json_string(f, ct->syscall_nr >= 0 ? procfs_syscall_name(ct->syscall_nr) : NULL);
+		fprintf(f, ", \"syscall_nr\": %ld, \"captured\": \"%s\", \"complete\": %s, \"end\": ",
+			ct->syscall_nr,
+			ct->how == CAPTURE_STOPPED ? "stopped" : ct->how == CAPTURE_BLOCKED ? "blocked" : "no",
+			thread_partial(ct) ? "false" : "true");
+		cli_json_string(f, ct->how == CAPTURE_NONE ?
+				(ct->err == -ESRCH ? "the thread exited" : strerror(-ct->err)) :
+				remote_end_str(ct->end));
+		fputs(", \"frames\": [", f);
+		if (ct->how != CAPTURE_NONE)
+			for_each_frame(pr, ct, json_frame, NULL);
+		fputs("]}", f);
+	}
+	fputs("\n  ]\n}\n", f);
+}
+
+int cmd_dump_threads(int argc, char **argv)
+{
+	struct dump_args a = { 0 };
+	struct capture_opts co;
+	struct capture c;
+	struct printer pr = { .a = &a, .c = &c, .f = stdout };
+	char why[256];
+	size_t i, partial = 0;
+	int code, ret;
+
+	code = parse_args(argc, argv, &a);
+	if (code >= 0)
+		return code;
+	if (cli_attach_obstacle(a.pid, 0, why, sizeof(why))) {
+		cli_error("cannot attach to pid %d: %s", (int)a.pid, why);
+		return CPROF_EXIT_FATAL;
+	}
+	co = (struct capture_opts){
+		.stack_size = a.stack_size,
+		.max_frames = a.max_frames,
+		.only = a.n_only ? a.only : NULL,
+		.n_only = a.n_only,
+	};
+	ret = capture_process(a.pid, &co, &c);
+	if (ret < 0) {
+		if (!c.attached && cli_attach_obstacle(a.pid, ret, why, sizeof(why)))
+			cli_error("cannot attach to pid %d: %s", (int)a.pid, why);
+		else
+			cli_error("cannot capture the threads of pid %d: %s", (int)a.pid,
+				  strerror(-ret));
+		capture_free(&c);
+		return CPROF_EXIT_FATAL;
+	}
+	if (a.n_only && !c.n) {
+		cli_error("cannot dump pid %d: none of the threads given with --threads is in it",
+			  (int)a.pid);
+		capture_free(&c);
+		return CPROF_EXIT_FATAL;
+	}
+	ret = sym_create(&pr.sym, c.mods, a.no_source ? SYM_NO_SOURCE : 0);
+	if (ret < 0) {
+		cli_error("cannot load symbols for pid %d: %s (printing addresses only)", (int)a.pid,
+			  strerror(-ret));
+		pr.sym = NULL;
+	}
+	if (a.json)
+		print_json(&pr);
+	else
+		print_text(&pr);
+	for (i = 0; i < c.n; i++)
+		partial += thread_partial(&c.threads[i]);
+	code = partial ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
+	if (a.n_only && c.n < a.n_only) {
+		cli_error("only %zu of the %zu threads given with --threads are in pid %d", c.n,
+			  a.n_only, (int)a.pid);
+		code = CPROF_EXIT_PARTIAL;
+	}
+	if (!a.quiet)
+		fprintf(stderr,
+			"cprof: dumped %zu threads of pid %d: %zu stopped for a freeze of %.3f ms "
+			"(%.3f ms stopped in all), %zu read without stopping; %zu incomplete; %.1f ms in all\n",
+			c.n, (int)a.pid, c.n_stopped, (double)c.freeze_ns / 1e6,
+			(double)c.stopped_ns / 1e6, c.n_blocked, partial, (double)c.wall_ns / 1e6);
+	if (pr.sym)
+		sym_destroy(pr.sym);
+	capture_free(&c);
+	return code;
+}

@@ -1,0 +1,387 @@
+/* SPDX-License-Identifier: MIT */
+/* A consistent all-threads capture with the fewest and shortest stops. */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unwind/capture.h"
+#include "unwind/tracer.h"
+
+/* Rounds of "did a blocked thread run meanwhile?" before giving up on it. */
+#define VALIDATE_ROUNDS 3
+/* How long stops may take to arrive (a thread in uninterruptible sleep). */
+#define STOP_WAIT_NS 1000000000ull
+
+struct cap_priv {
+	int stat_fd, sched_fd, syscall_fd;
+	struct procfs_sched sched;	/* before the blocked capture */
+	bool want_stop;
+};
+
+struct cap_ctx {
+	struct capture *c;
+	const struct capture_opts *o;
+	struct cap_priv *p;
+	struct tracer *t;
+	struct remote_unwinder *u;
+	int ret;
+};
+
+static int cmp_tid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static bool wanted(const struct capture_opts *o, pid_t tid)
+{
+	size_t i;
+
+	if (!o->only)
+		return true;
+	for (i = 0; i < o->n_only; i++)
+		if (o->only[i] == tid)
+			return true;
+	return false;
+}
+
+static struct capture_thread *thread_of(struct cap_ctx *x, pid_t tid, size_t *index)
+{
+	size_t i;
+
+	for (i = 0; i < x->c->n; i++) {
+		if (x->c->threads[i].tid == tid) {
+			*index = i;
+			return &x->c->threads[i];
+		}
+	}
+	return NULL;
+}
+
+static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
+{
+	struct cap_ctx *x = arg;
+	struct capture_thread *ct;
+	size_t i;
+	int ret;
+
+	ct = thread_of(x, th->tid, &i);
+	if (!ct)
+		return false;
+	ret = snap_capture(&ct->snap, x->c->pid, th->tid, &x->c->maps);
+	if (ret < 0) {
+		ct->how = CAPTURE_NONE;
+		ct->err = ret;
+		return false;
+	}
+	ct->how = CAPTURE_STOPPED;
+	ct->n_frames = 0;
+	/* Held: nobody runs until everyone is captured. */
+	return true;
+}
+
+static const struct tracer_ops cap_ops = {
+	.on_stop = on_stop,
+};
+
+/* Lists, sorts (main thread first, then by tid) and opens the threads. */
+static int list_threads(struct cap_ctx *x)
+{
+	struct capture *c = x->c;
+	pid_t *tids;
+	size_t n, i, k = 0;
+	int ret;
+
+	ret = procfs_list_tasks(c->pid, &tids, &n);
+	if (ret < 0)
+		return ret;
+	qsort(tids, n, sizeof(*tids), cmp_tid);
+	c->threads = calloc(n ? n : 1, sizeof(*c->threads));
+	x->p = calloc(n ? n : 1, sizeof(*x->p));
+	if (!c->threads || !x->p) {
+		free(tids);
+		return -ENOMEM;
+	}
+	/* The main thread first (when it still exists), then by tid. */
+	for (i = 0; i < n + 1; i++) {
+		pid_t tid;
+		struct capture_thread *ct;
+		struct cap_priv *p;
+
+		if (i == 0)
+			tid = c->pid;
+		else if (tids[i - 1] == c->pid)
+			continue;
+		else
+			tid = tids[i - 1];
+		if (!wanted(x->o, tid))
+			continue;
+		if (i == 0) {
+			bool present = false;
+			size_t j;
+
+			for (j = 0; j < n; j++)
+				present |= tids[j] == c->pid;
+			if (!present)
+				continue;
+		}
+		ct = &c->threads[k];
+		p = &x->p[k];
+		ct->tid = tid;
+		ct->syscall_nr = -1;
+		ct->how = CAPTURE_NONE;
+		ct->err = -ESRCH;
+		ret = snap_init(&ct->snap, x->o->stack_size);
+		if (ret < 0)
+			break;
+		ct->frames = calloc(x->o->max_frames, sizeof(*ct->frames));
+		if (!ct->frames) {
+			ret = -ENOMEM;
+			break;
+		}
+		p->stat_fd = procfs_open_task(c->pid, tid, "stat");
+		p->sched_fd = procfs_open_task(c->pid, tid, "schedstat");
+		p->syscall_fd = procfs_open_task(c->pid, tid, "syscall");
+		k++;
+		c->n = k;
+	}
+	free(tids);
+	return ret < 0 ? ret : 0;
+}
+
+static void unwind_one(struct cap_ctx *x, struct capture_thread *ct)
+{
+	ct->n_frames = remote_unwind(x->u, &ct->snap, ct->frames, x->o->max_frames, &ct->end);
+}
+
+/* Phase one, nothing stopped: facts from /proc, and the stacks of the
+ * threads that are blocked, read and unwound in place. */
+static void read_blocked(struct cap_ctx *x)
+{
+	size_t i;
+
+	for (i = 0; i < x->c->n; i++) {
+		struct capture_thread *ct = &x->c->threads[i];
+		struct cap_priv *p = &x->p[i];
+		struct procfs_stat st;
+		struct procfs_syscall sc;
+
+		if (p->stat_fd < 0 || procfs_read_stat(p->stat_fd, &st) < 0)
+			continue;	/* gone: stays CAPTURE_NONE, -ESRCH */
+		snprintf(ct->name, sizeof(ct->name), "%s", st.comm);
+		ct->state = st.state;
+		if (p->sched_fd < 0 || procfs_read_sched(p->sched_fd, &p->sched) < 0)
+			continue;
+		ct->cpu_ns = p->sched.run_ns;
+		ct->err = 0;
+		if (p->syscall_fd < 0 || procfs_read_syscall(p->syscall_fd, &sc) < 0 ||
+		    sc.running || st.state == 'R') {
+			p->want_stop = true;
+			continue;
+		}
+		ct->syscall_nr = sc.nr;
+		if (sc.nr < 0 || snap_capture_blocked(&ct->snap, x->c->pid, ct->tid, sc.sp, sc.pc,
+						      &x->c->maps) < 0) {
+			/* Not in a system call (e.g. job-control stopped at
+			 * an arbitrary instruction): every register matters. */
+			p->want_stop = true;
+			continue;
+		}
+		ct->how = CAPTURE_BLOCKED;
+		unwind_one(x, ct);
+		if (ct->end == REMOTE_END_NEED_REGS) {
+			ct->how = CAPTURE_NONE;
+			p->want_stop = true;
+		}
+	}
+}
+
+static int wait_stops(struct cap_ctx *x)
+{
+	uint64_t deadline = tracer_now_ns() + STOP_WAIT_NS;
+	int r;
+
+	while (tracer_pending_count(x->t) > 0) {
+		uint64_t now = tracer_now_ns();
+
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		r = tracer_poll(x->t, deadline - now);
+		if (r < 0)
+			return r;
+		if (r & TRACER_EV_GONE)
+			return -ESRCH;
+	}
+	return 0;
+}
+
+static void interrupt_thread(struct cap_ctx *x, size_t i)
+{
+	size_t j, n = tracer_thread_count(x->t);
+
+	for (j = 0; j < n; j++) {
+		struct tracer_thread *th = tracer_thread_at(x->t, j);
+
+		if (th->tid == x->c->threads[i].tid) {
+			if (tracer_interrupt(x->t, th) == 0)
+				x->c->n_stopped++;
+			return;
+		}
+	}
+}
+
+/* Phase two: stop what must be stopped, all together; re-check the
+ * blocked ones while those are held; resume all together. */
+static void stop_phase(struct cap_ctx *x)
+{
+	struct capture *c = x->c;
+	uint64_t t0 = 0;
+	size_t i;
+	int round;
+
+	for (i = 0; i < c->n; i++) {
+		if (!x->p[i].want_stop)
+			continue;
+		if (!t0)
+			t0 = tracer_now_ns();
+		interrupt_thread(x, i);
+	}
+	if (t0)
+		wait_stops(x);
+	for (round = 0; round < VALIDATE_ROUNDS; round++) {
+		bool changed = false;
+
+		for (i = 0; i < c->n; i++) {
+			struct procfs_sched now;
+
+			if (c->threads[i].how != CAPTURE_BLOCKED)
+				continue;
+			if (procfs_read_sched(x->p[i].sched_fd, &now) == 0 &&
+			    now.run_ns == x->p[i].sched.run_ns &&
+			    now.slices == x->p[i].sched.slices)
+				continue;
+			/* It ran after its stack was read: that copy may mix
+			 * two moments.  Stop it like a running thread. */
+			if (!t0)
+				t0 = tracer_now_ns();
+			c->threads[i].how = CAPTURE_NONE;
+			interrupt_thread(x, i);
+			changed = true;
+		}
+		if (!changed)
+			break;
+		wait_stops(x);
+	}
+	tracer_resume_held(x->t);
+	if (t0)
+		c->freeze_ns = tracer_now_ns() - t0;
+}
+
+static void *capture_main(void *arg)
+{
+	struct cap_ctx *x = arg;
+	const struct tracer_stats *ts;
+
+	x->ret = tracer_attach(&x->t, x->c->pid, &cap_ops, x);
+	if (x->ret < 0)
+		return NULL;
+	x->c->attached = true;
+	read_blocked(x);
+	stop_phase(x);
+	ts = tracer_get_stats(x->t);
+	x->c->stopped_ns = ts->stop_ns_total;
+	tracer_release(x->t);
+	/* Returning ends this thread: the kernel detaches the target here. */
+	return NULL;
+}
+
+int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
+{
+	struct cap_ctx x = { .c = c, .o = o };
+	uint64_t start = tracer_now_ns();
+	pthread_t th;
+	sigset_t mask;
+	size_t i;
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	c->pid = pid;
+	ret = list_threads(&x);
+	if (ret < 0)
+		goto out;
+	ret = sym_maps_read(pid, &c->maps);
+	if (ret < 0)
+		goto out;
+	ret = sym_modtab_create(&c->mods, pid);
+	if (ret < 0)
+		goto out;
+	ret = sym_modtab_update(c->mods, &c->maps);
+	if (ret < 0)
+		goto out;
+	ret = remote_create(&x.u, pid, c->mods, &c->maps);
+	if (ret < 0)
+		goto out;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	ret = -pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	if (ret < 0)
+		goto out;
+	ret = -pthread_create(&th, NULL, capture_main, &x);
+	if (ret < 0)
+		goto out;
+	pthread_join(th, NULL);
+	ret = x.ret;
+	if (ret < 0)
+		goto out;
+	/* The stopped threads run again already; unwind their copies now. */
+	for (i = 0; i < c->n; i++) {
+		if (c->threads[i].how == CAPTURE_STOPPED)
+			unwind_one(&x, &c->threads[i]);
+		else if (c->threads[i].how == CAPTURE_NONE && !c->threads[i].err)
+			c->threads[i].err = -ESRCH;
+	}
+	c->n_blocked = 0;
+	for (i = 0; i < c->n; i++)
+		c->n_blocked += c->threads[i].how == CAPTURE_BLOCKED;
+out:
+	c->wall_ns = tracer_now_ns() - start;
+	remote_destroy(x.u);
+	if (x.p) {
+		for (i = 0; i < c->n; i++) {
+			if (x.p[i].stat_fd >= 0)
+				close(x.p[i].stat_fd);
+			if (x.p[i].sched_fd >= 0)
+				close(x.p[i].sched_fd);
+			if (x.p[i].syscall_fd >= 0)
+				close(x.p[i].syscall_fd);
+		}
+		free(x.p);
+	}
+	return ret;
+}
+
+void capture_free(struct capture *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n; i++) {
+		snap_fini(&c->threads[i].snap);
+		free(c->threads[i].frames);
+	}
+	free(c->threads);
+	sym_maps_free(&c->maps);
+	if (c->mods)
+		sym_modtab_destroy(c->mods);
+	memset(c, 0, sizeof(*c));
+}
