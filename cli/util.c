@@ -197,8 +197,10 @@ int cli_attach_obstacle(pid_t pid, int err, char *buf, size_t size)
 		snprintf(buf, size, "it is a kernel thread (it has no user-space stack to profile)");
 		return 1;
 	}
-	if (procfs_status_field(pid, "TracerPid", &tracer) == 0 && tracer != 0 &&
-	    tracer != (long)getpid()) {
+	if (procfs_status_field(pid, "TracerPid", &tracer) == 0 && tracer != 0) {
+		/* The tracer may be one thread of a debugger: name its process. */
+		if (procfs_status_field((pid_t)tracer, "Tgid", &tgid) == 0)
+			tracer = tgid;
 		comm_of((pid_t)tracer, comm, sizeof(comm));
 		snprintf(buf, size, "already traced by pid %ld (%s; a process has one tracer at a time)",
 			 tracer, comm);
