@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT */
+/* chain: live profiling target with a known call chain and a 70/30 CPU split.
+ *
+ * chain [-t NTHREADS] [-s SECONDS] [-r READYFILE]
+ *
+ * NTHREADS worker threads named "worker-K" spin for SECONDS in the noinline
+ * chain worker_main -> do_work -> leaf_a / leaf_b.  Every do_work call makes
+ * 7 calls of leaf_a and 3 of leaf_b, and both leaves run the same fixed
+ * arithmetic loop, so leaf_a gets 70% of the leaf CPU time.  Each worker
+ * keeps a checksum that is a closed-form function of its iteration count;
+ * main verifies it at the end (a profiler that corrupts registers or memory
+ * of the target makes it print "result: BAD ...").  Once every worker runs,
+ * "ready\n" is written to READYFILE (via READYFILE.tmp and rename).  Built
+ * -O0 -g -fno-omit-frame-pointer so the frames stay as written.  SIGUSR2 ends
+ * the run early (as if SECONDS had passed). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* noipa as well: configure's CFLAGS (-O2 by default) come after the per-target
+ * flags, and at -O2 GCC would merge the identical leaves (ICF) or clone
+ * functions under other names (constprop). */
+#define NOINLINE __attribute__((noinline, noipa))
+
+#define LEAF_LOOP 2000u		/* arithmetic steps per leaf call */
+#define MAX_THREADS 256
+
+struct worker {
+	pthread_t thread;
+	int index;
+	uint64_t iterations;
+	uint64_t checksum;
+};
+
+static struct timespec deadline;
+static int started;		/* workers running; atomic builtins only */
+
+/* Same work in both leaves: sum_{k<LEAF_LOOP} (3k + x) = 3*L(L-1)/2 + L*x. */
+static uint64_t leaf_expected(uint64_t x)
+{
+	return 3u * (uint64_t)LEAF_LOOP * (LEAF_LOOP - 1) / 2 + (uint64_t)LEAF_LOOP * x;
+}
+
+NOINLINE static uint64_t leaf_a(uint64_t x)
+{
+	volatile uint64_t acc = 0;
+	for (unsigned k = 0; k < LEAF_LOOP; k++)
+		acc += 3u * k + x;
+	asm volatile("" ::: "memory");
+	return acc;
+}
+
+NOINLINE static uint64_t leaf_b(uint64_t x)
+{
+	volatile uint64_t acc = 0;
+	for (unsigned k = 0; k < LEAF_LOOP; k++)
+		acc += 3u * k + x;
+	asm volatile("" ::: "memory");
+	return acc;
+}
+
+/* One work unit: 7 x leaf_a, 3 x leaf_b, interleaved. */
+NOINLINE static uint64_t do_work(uint64_t x)
+{
+	uint64_t sum = 0;
+	sum += leaf_a(x);
+	sum += leaf_b(x + 1);
+	sum += leaf_a(x + 2);
+	sum += leaf_a(x + 3);
+	sum += leaf_b(x + 4);
+	sum += leaf_a(x + 5);
+	sum += leaf_a(x + 6);
+	sum += leaf_b(x + 7);
+	sum += leaf_a(x + 8);
+	sum += leaf_a(x + 9);
+	return sum;
+}
+
+static uint64_t do_work_expected(uint64_t x)
+{
+	uint64_t sum = 0;
+	for (uint64_t j = 0; j < 10; j++)
+		sum += leaf_expected(x + j);
+	return sum;
+}
+
+/* SIGUSR2 ends the run early: the tests stop a target with it once they are
+ * done instead of waiting for SECONDS to pass. */
+static volatile sig_atomic_t stop_early;
+
+static void on_usr2(int sig)
+{
+	stop_early = 1;
+}
+
+static int past_deadline(void)
+{
+	if (stop_early)
+		return 1;
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > deadline.tv_sec ||
+	       (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
+}
+
+NOINLINE static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	char name[16];
+
+	snprintf(name, sizeof(name), "worker-%d", w->index);
+	pthread_setname_np(pthread_self(), name);
+	__atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+	do {
+		w->checksum += do_work(w->iterations & 0xffff);
+		w->iterations++;
+	} while (!past_deadline());
+	return NULL;
+}
+
+static int write_ready(const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -1;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fputs("ready\n", f);
+	if (fclose(f) != 0)
+		return -1;
+	return rename(tmp, path);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: chain [-t NTHREADS] [-s SECONDS] [-r READYFILE]\n");
+	exit(64);
+}
+
+int main(int argc, char **argv)
+{
+	static struct worker workers[MAX_THREADS];
+	const char *ready = NULL;
+	double seconds = 5;
+	int nthreads = 2, opt, bad = 0;
+
+	while ((opt = getopt(argc, argv, "t:s:r:")) != -1) {
+		switch (opt) {
+		case 't': nthreads = atoi(optarg); break;
+		case 's': seconds = strtod(optarg, NULL); break;
+		case 'r': ready = optarg; break;
+		default: usage();
+		}
+	}
+	if (nthreads < 1 || nthreads > MAX_THREADS || !(seconds > 0))
+		usage();
+
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = on_usr2;
+	sigaction(SIGUSR2, &sa, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += (time_t)seconds;
+	deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+
+	for (int i = 0; i < nthreads; i++) {
+		workers[i].index = i;
+		int err = pthread_create(&workers[i].thread, NULL, worker_main, &workers[i]);
+		if (err) {
+			fprintf(stderr, "chain: pthread_create: %s\n", strerror(err));
+			return 2;
+		}
+	}
+	while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < nthreads) {
+		struct timespec ms = { 0, 1000000 };
+		nanosleep(&ms, NULL);
+	}
+	if (ready && write_ready(ready) != 0) {
+		fprintf(stderr, "chain: cannot write '%s': %s\n", ready, strerror(errno));
+		return 2;
+	}
+
+	for (int i = 0; i < nthreads; i++)
+		pthread_join(workers[i].thread, NULL);
+
+	for (int i = 0; i < nthreads; i++) {
+		uint64_t want = 0;
+		for (uint64_t it = 0; it < workers[i].iterations; it++)
+			want += do_work_expected(it & 0xffff);
+		if (want != workers[i].checksum || workers[i].iterations == 0) {
+			printf("result: BAD worker-%d iterations=%llu checksum=%llu expected=%llu\n",
+			       i, (unsigned long long)workers[i].iterations,
+			       (unsigned long long)workers[i].checksum,
+			       (unsigned long long)want);
+			bad = 1;
+		}
+	}
+	if (!bad)
+		printf("result: OK\n");
+	if (fflush(stdout) != 0)
+		return 2;
+	return bad;
+}
