@@ -517,6 +517,17 @@ static int resolve(struct sym_ctx *ctx, const struct sym_module *mod, struct mod
 		Dwarf_Die *cudie;
 
 		if (line != NULL) {
+			/* libdw answers with the nearest line even past the end
+			 * of its CU's code (crt1's _start got the last line of
+			 * main's file): keep it only when its CU covers da. */
+			Dwarf_Addr lbias = 0;
+			Dwarf_Die *lcu = dwfl_linecu(line);
+
+			if (lcu != NULL && dwfl_module_getdwarf(dm, &lbias) != NULL &&
+			    dwarf_haspc(lcu, da - lbias) == 0)
+				line = NULL;
+		}
+		if (line != NULL) {
 			Dwarf_Addr laddr;
 
 			src = dwfl_lineinfo(line, &laddr, &lineno, NULL, NULL, NULL);
