@@ -209,11 +209,13 @@ static void for_each_frame(struct printer *pr, const struct capture_thread *ct, 
 		if (mod && pr->sym &&
 		    sym_lookup(pr->sym, mod, pf->addr, !(pf->flags & PROF_FRAME_EXACT), &sf, &n) < 0)
 			n = 0;
+		/* -n counts frames as printed, inlined ones included. */
 		if (!n) {
-			fn(pr, index++, pf, mod, NULL, arg);
+			if (index < pr->a->max_frames)
+				fn(pr, index++, pf, mod, NULL, arg);
 			continue;
 		}
-		for (j = 0; j < n; j++)
+		for (j = 0; j < n && index < pr->a->max_frames; j++)
 			fn(pr, index++, pf, mod, &sf[j], arg);
 	}
 }

@@ -95,6 +95,7 @@ static const struct tracer_ops cap_ops = {
 static int list_threads(struct cap_ctx *x)
 {
 	struct capture *c = x->c;
+	struct procfs_stat st;
 	pid_t *tids;
 	size_t n, i, k = 0;
 	int ret;
@@ -147,6 +148,12 @@ static int list_threads(struct cap_ctx *x)
 			break;
 		}
 		p->stat_fd = procfs_open_task(c->pid, tid, "stat");
+		/* State and name as they were before anything was seized: a
+		 * job-control-stopped thread reads 't' once traced. */
+		if (p->stat_fd >= 0 && procfs_read_stat(p->stat_fd, &st) == 0) {
+			ct->state = st.state;
+			snprintf(ct->name, sizeof(ct->name), "%s", st.comm);
+		}
 		p->sched_fd = procfs_open_task(c->pid, tid, "schedstat");
 		p->syscall_fd = procfs_open_task(c->pid, tid, "syscall");
 		k++;
@@ -175,8 +182,10 @@ static void read_blocked(struct cap_ctx *x)
 
 		if (p->stat_fd < 0 || procfs_read_stat(p->stat_fd, &st) < 0)
 			continue;	/* gone: stays CAPTURE_NONE, -ESRCH */
-		snprintf(ct->name, sizeof(ct->name), "%s", st.comm);
-		ct->state = st.state;
+		if (!ct->state) {
+			snprintf(ct->name, sizeof(ct->name), "%s", st.comm);
+			ct->state = st.state;
+		}
 		if (p->sched_fd < 0 || procfs_read_sched(p->sched_fd, &p->sched) < 0)
 			continue;
 		ct->cpu_ns = p->sched.run_ns;
@@ -287,17 +296,17 @@ static void stop_phase(struct cap_ctx *x)
 static void *capture_main(void *arg)
 {
 	struct cap_ctx *x = arg;
-	const struct tracer_stats *ts;
+	struct tracer_stats ts;
 
 	x->ret = tracer_attach(&x->t, x->c->pid, &cap_ops, x);
 	if (x->ret < 0)
 		return NULL;
 	x->c->attached = true;
+	tracer_set_spin(x->t, 1000000);
 	read_blocked(x);
 	stop_phase(x);
-	ts = tracer_get_stats(x->t);
-	x->c->stopped_ns = ts->stop_ns_total;
-	tracer_release(x->t);
+	tracer_release(x->t, &ts);
+	x->c->stopped_ns = ts.stop_ns_total;
 	/* Returning ends this thread: the kernel detaches the target here. */
 	return NULL;
 }

@@ -51,6 +51,9 @@ struct remote_unwinder {
 	bool hit_end_of_snapshot;
 	bool bad_memory;
 	bool missing_reg;
+	bool rbp_probed;	/* frame_pointer_guess ran for this walk */
+	uint64_t rbp_guess;	/* its answer, 0 for none */
+	uint64_t rbp_floor;	/* SP of the frame that needs %rbp; 0: do not guess */
 };
 
 static uint64_t page_hash(uint64_t page)
@@ -162,6 +165,84 @@ static int acc_access_mem(unw_addr_space_t as, unw_word_t addr, unw_word_t *val,
 	return 0;
 }
 
+/* Whether ra follows a call instruction in a module's code: e8 rel32, or
+ * ff /2 (indirect call) in its 2..7-byte forms, with or without REX. */
+static bool is_return_address(struct remote_unwinder *u, uint64_t ra)
+{
+	static const unsigned ff_back[] = { 2, 3, 4, 6, 7 };
+	uint8_t b[8];
+	size_t i;
+
+	if (ra < 8 || !sym_modtab_lookup(u->mods, ra))
+		return false;
+	if (read_mem(u, ra - 8, b, 8) < 0)
+		return false;
+	if (b[8 - 5] == 0xe8)
+		return true;
+	for (i = 0; i < sizeof(ff_back) / sizeof(ff_back[0]); i++) {
+		unsigned k = ff_back[i];
+
+		if (b[8 - k] == 0xff && (b[8 - k + 1] & 0x38) == 0x10)
+			return true;
+	}
+	return false;
+}
+
+static bool snap_word(const struct snap *s, uint64_t addr, uint64_t *v)
+{
+	if (addr < s->stack_start || addr + 8 > s->stack_start + s->stack_len)
+		return false;
+	memcpy(v, s->stack + (addr - s->stack_start), 8);
+	return true;
+}
+
+/* A frame record at v: [v] the caller's frame pointer, [v+8] a return
+ * address; followed for depth more records. */
+static bool frame_record(struct remote_unwinder *u, uint64_t v, int depth)
+{
+	uint64_t next, ra;
+
+	if (!snap_word(u->snap, v, &next) || !snap_word(u->snap, v + 8, &ra))
+		return false;
+	if (!is_return_address(u, ra))
+		return false;
+	if (depth == 0 || next == 0)
+		return true;
+	if (next <= v || !u->stack_map || next >= u->stack_map->end)
+		return false;
+	return frame_record(u, next, depth - 1);
+}
+
+/*
+ * A thread read without a stop has only SP and PC.  When code built with
+ * frame pointers calls a libc wrapper that leaves %rbp alone, the caller's
+ * frame is found through %rbp, which /proc does not give.  That frame's
+ * record lies at or above its stack pointer (rbp_floor, learnt from a first
+ * walk that stopped there): the lowest address from there holding a
+ * frame-pointer/return-address pair whose chain goes on through two more
+ * such pairs.  The walk with the guess must then reach the thread's start,
+ * or the thread is stopped instead (missing_reg).
+ */
+static bool frame_pointer_guess(struct remote_unwinder *u, uint64_t *rbp)
+{
+	const struct snap *s = u->snap;
+	uint64_t v;
+
+	if (!u->rbp_probed) {
+		u->rbp_probed = true;
+		u->rbp_guess = 0;
+		for (v = (u->rbp_floor + 7) & ~7ull; v + 16 <= s->stack_start + s->stack_len;
+		     v += 8) {
+			if (frame_record(u, v, 2)) {
+				u->rbp_guess = v;
+				break;
+			}
+		}
+	}
+	*rbp = u->rbp_guess;
+	return u->rbp_guess != 0;
+}
+
 static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
 			  void *arg)
 {
@@ -171,6 +252,8 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
 	if (write)
 		return -UNW_EREADONLYREG;
 	if (u->snap->regs_partial && reg != UNW_X86_64_RSP && reg != UNW_X86_64_RIP) {
+		if (reg == UNW_X86_64_RBP && u->rbp_floor && frame_pointer_guess(u, val))
+			return 0;
 		/* Captured without a stop: the caller stops the thread instead. */
 		u->missing_reg = true;
 		return -UNW_EBADREG;
@@ -388,8 +471,8 @@ static void put_frame(struct remote_unwinder *u, struct prof_frame *f, uint64_t 
 	f->flags = exact ? PROF_FRAME_EXACT : 0;
 }
 
-size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
-		     size_t max, enum remote_end *end)
+static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
+		   size_t max, enum remote_end *end, uint64_t *fail_sp)
 {
 	unw_cursor_t c;
 	unw_word_t ip;
@@ -404,6 +487,8 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	u->hit_end_of_snapshot = false;
 	u->bad_memory = false;
 	u->missing_reg = false;
+	u->rbp_probed = false;
+	*fail_sp = 0;
 	put_frame(u, &frames[n++], snap_pc(s), true);
 	if (unw_init_remote(&c, u->as, u) < 0) {
 		if (u->missing_reg)
@@ -422,8 +507,10 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 			break;
 		}
 		if (ret < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) {
-			if (u->missing_reg)
+			if (u->missing_reg) {
 				*end = REMOTE_END_NEED_REGS;
+				unw_get_reg(&c, UNW_REG_SP, fail_sp);
+			}
 			else if (u->hit_end_of_snapshot || s->stack_len == 0)
 				*end = REMOTE_END_TRUNCATED;
 			else if (u->bad_memory)
@@ -441,6 +528,27 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 out:
 	u->snap = NULL;
 	u->stack_map = NULL;
+	return n;
+}
+
+size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
+		     size_t max, enum remote_end *end)
+{
+	uint64_t fail_sp;
+	size_t n;
+
+	u->rbp_floor = 0;
+	n = walk(u, s, frames, max, end, &fail_sp);
+	if (*end != REMOTE_END_NEED_REGS || !s->regs_partial || !fail_sp)
+		return n;
+	/* Second chance without a stop: guess %rbp from the frame records
+	 * above the frame that needed it, and keep the walk only if it
+	 * reaches the thread's start. */
+	u->rbp_floor = fail_sp;
+	n = walk(u, s, frames, max, end, &fail_sp);
+	u->rbp_floor = 0;
+	if (*end != REMOTE_END_COMPLETE && *end != REMOTE_END_MAX_FRAMES)
+		*end = REMOTE_END_NEED_REGS;
 	return n;
 }
 
