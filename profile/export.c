@@ -188,11 +188,12 @@ int prof_export_cpu(const struct prof_stacks *st, const struct sym_modtab *mods,
 		    struct sym_ctx *sym, const struct prof_export_opts *o,
 		    struct prof_builder **out)
 {
-	static const struct prof_value_type types[] = {
+	const char *vt = o->value_type ? o->value_type : "cpu";
+	const struct prof_value_type types[] = {
 		{ "samples", "count" },
-		{ "cpu", "nanoseconds" },
+		{ vt, "nanoseconds" },
 	};
-	static const struct prof_value_type period_type = { "cpu", "nanoseconds" };
+	const struct prof_value_type period_type = { vt, "nanoseconds" };
 	struct exporter x = { .mods = mods, .sym = sym, .o = o };
 	size_t i;
 	int ret;

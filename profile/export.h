@@ -17,6 +17,7 @@
 
 struct prof_export_opts {
 	unsigned hz;
+	const char *value_type;		/* "cpu" (NULL) or "wall": sample values in ns */
 	int64_t time_nanos;		/* start, CLOCK_REALTIME */
 	int64_t duration_nanos;
 	/* Thread key of prof_stacks -> tid and name.  Returns 0 or -ENOENT. */
@@ -25,8 +26,9 @@ struct prof_export_opts {
 };
 
 /*
- * Builds the CPU profile (sample types samples/count and cpu/nanoseconds,
- * period 1e9/hz) from st, symbolizing with sym.  Returns 0 or -errno; on
+ * Builds the profile (sample types samples/count and VALUE/nanoseconds,
+ * period type VALUE/nanoseconds, period 1e9/hz, where VALUE is o->value_type)
+ * from st, symbolizing with sym.  Returns 0 or -errno; on
  * success *out is the builder, to be written and destroyed by the caller.
  */
 int prof_export_cpu(const struct prof_stacks *st, const struct sym_modtab *mods,

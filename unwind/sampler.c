@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The attach-mode CPU sampling loop: ticks, snapshots, unwinding, aggregation. */
+/* The attach/record sampling loop: ticks, captures, unwinding, aggregation. */
 #include "config.h"
 
 #include <errno.h>
@@ -8,21 +8,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "symbolize/maps.h"
 #include "unwind/procfs.h"
 #include "unwind/sampler.h"
 #include "unwind/snapshot.h"
-#include "unwind/tracer.h"
 
 /* Re-read maps for an unknown pc at most this often (JIT code would
  * otherwise make every sample re-read them). */
 #define MAPS_RETRY_NS 250000000ull
+/* How long a tick waits for the stops it asked for. */
+#define STOP_WAIT_NS 20000000ull
 
 struct label {
 	pid_t tid;
 	char name[64];
+};
+
+/* What the sampler keeps per traced thread (tracer_thread.user). */
+struct samp_thread {
+	uint64_t sampled_run_ns;	/* schedstat run time at its last sample */
+	uint64_t seen_run_ns;		/* ... when it was chosen for this one */
+	struct procfs_sched captured;	/* wall: schedstat when last captured */
+	uint32_t label;
+	int syscall_fd;			/* wall: opened on first need */
+	bool primed;
+	bool have_last;			/* wall: last_frames hold its stack */
+	size_t n_last;
+	struct prof_frame *last_frames;
 };
 
 struct sampler {
@@ -34,10 +50,12 @@ struct sampler {
 	struct prof_stacks *stacks;
 	struct snap *snaps;	/* captured this round, waiting to be unwound */
 	size_t n_snaps, cap_snaps;
+	struct snap blocked;	/* wall: a blocked thread's copy */
 	struct prof_frame *frames;
 	struct label *labels;
 	size_t n_labels, cap_labels;
 	uint64_t maps_read_ns;
+	uint64_t period_ns;
 	int pending_events;	/* TRACER_EV_* seen while waiting for stops */
 	int session_ret;
 	struct sampler_stats stats;
@@ -59,6 +77,15 @@ static uint32_t add_label(struct sampler *s, pid_t tid, const char *name)
 	return (uint32_t)++s->n_labels;
 }
 
+/* Keeps the thread's label in step with its name (threads rename). */
+static void update_label(struct sampler *s, struct tracer_thread *th, const char *comm)
+{
+	struct samp_thread *st = th->user;
+
+	if (!st->label || strcmp(s->labels[st->label - 1].name, comm) != 0)
+		st->label = add_label(s, th->tid, comm);
+}
+
 static int refresh_maps(struct sampler *s)
 {
 	int ret = sym_maps_read(s->o.pid, &s->maps);
@@ -74,34 +101,42 @@ static int refresh_maps(struct sampler *s)
 static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared, void *arg)
 {
 	struct sampler *s = arg;
-	struct procfs_stat st;
+	struct samp_thread *st = th->user;
+	struct procfs_stat ps;
 
-	if (!appeared)
+	if (!appeared) {
+		if (st) {
+			if (st->syscall_fd >= 0)
+				close(st->syscall_fd);
+			free(st->last_frames);
+			free(st);
+		}
+		th->user = NULL;
 		return;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st)
+		return;		/* such a thread is never sampled */
+	st->syscall_fd = -1;
+	th->user = st;
 	/* CPU used before we saw the thread is not ours to attribute. */
-	if (th->schedstat_fd >= 0)
-		procfs_read_schedstat(th->schedstat_fd, &th->user_run_ns);
-	th->user_primed = true;
-	if (th->stat_fd >= 0 && procfs_read_stat(th->stat_fd, &st) == 0)
-		th->user_label = add_label(s, th->tid, st.comm);
+	if (th->schedstat_fd >= 0 &&
+	    procfs_read_schedstat(th->schedstat_fd, &st->sampled_run_ns) == 0)
+		st->primed = true;
+	if (th->stat_fd >= 0 && procfs_read_stat(th->stat_fd, &ps) == 0)
+		st->label = add_label(s, th->tid, ps.comm);
 	else
-		th->user_label = add_label(s, th->tid, "");
+		st->label = add_label(s, th->tid, "");
 }
 
-static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
+static struct snap *next_snap(struct sampler *s)
 {
-	struct sampler *s = arg;
-	struct snap *sn;
-
-	/* A job-control stop is not CPU use: nothing to sample. */
-	if (group_stopped)
-		return false;
 	if (s->n_snaps == s->cap_snaps) {
 		size_t cap = s->cap_snaps ? s->cap_snaps * 2 : 16, i;
 		struct snap *nv = realloc(s->snaps, cap * sizeof(*nv));
 
 		if (!nv)
-			return false;
+			return NULL;
 		s->snaps = nv;
 		for (i = s->cap_snaps; i < cap; i++) {
 			if (snap_init(&s->snaps[i], s->o.stack_size) < 0)
@@ -109,25 +144,47 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 		}
 		s->cap_snaps = i;
 		if (s->n_snaps == s->cap_snaps)
-			return false;
+			return NULL;
 	}
-	sn = &s->snaps[s->n_snaps];
-	if (snap_capture(sn, s->o.pid, th->tid, &s->maps) < 0)
+	return &s->snaps[s->n_snaps];
+}
+
+static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
+{
+	struct sampler *s = arg;
+	struct samp_thread *st = th->user;
+	bool hold = s->o.stop == SAMPLER_STOP_PROCESS;
+	struct snap *sn;
+
+	/* A job-control stop uses no CPU: nothing to sample in cpu mode. */
+	if (!st || (group_stopped && s->o.mode == SAMPLER_CPU))
 		return false;
-	sn->cpu_ns = th->user_seen_run_ns - th->user_run_ns;
-	sn->key = th->user_label;
-	th->user_run_ns = th->user_seen_run_ns;
+	sn = next_snap(s);
+	if (!sn || snap_capture(sn, s->o.pid, th->tid, &s->maps) < 0)
+		return false;
+	sn->cpu_ns = st->seen_run_ns - st->sampled_run_ns;
+	sn->key = st->label;
+	st->sampled_run_ns = st->seen_run_ns;
 	s->n_snaps++;
-	return false;	/* copied: resume at once */
+	/* thread policy: copied, so resume at once; process policy: hold
+	 * until every sampled thread is copied. */
+	return hold;
 }
 
 static void on_exec(struct tracer *t, void *arg)
 {
 	struct sampler *s = arg;
+	size_t i, n = tracer_thread_count(t);
 
 	sym_modtab_unmap_all(s->mods);
 	refresh_maps(s);
-	s->stats.execs++;
+	/* Stacks kept for reuse belong to the old image. */
+	for (i = 0; i < n; i++) {
+		struct samp_thread *st = tracer_thread_at(t, i)->user;
+
+		if (st)
+			st->have_last = false;
+	}
 }
 
 static const struct tracer_ops sampler_ops = {
@@ -151,8 +208,67 @@ static bool needs_maps_retry(const struct sampler *s, const struct snap *sn,
 	return false;
 }
 
-/* Unwinds and aggregates the snapshots taken so far; the threads already
- * run again. */
+static size_t unwind_snap(struct sampler *s, const struct snap *sn, enum remote_end *end)
+{
+	size_t n = remote_unwind(s->unwinder, sn, s->frames, s->o.max_frames, end);
+
+	if (needs_maps_retry(s, sn, s->frames, n) && refresh_maps(s) >= 0) {
+		/* A new library or thread stack since the last read: the copy
+		 * is what it is, re-unwind it with the new modules. */
+		n = remote_unwind(s->unwinder, sn, s->frames, s->o.max_frames, end);
+	}
+	return n;
+}
+
+static int add_sample(struct sampler *s, uint32_t label, const struct prof_frame *f, size_t n,
+		      uint64_t value)
+{
+	int64_t values[2] = { 1, (int64_t)value };
+	int ret;
+
+	if (!n)
+		return 0;
+	ret = prof_stacks_add(s->stacks, label, f, n, values);
+	if (ret < 0)
+		return ret;
+	s->stats.samples++;
+	s->stats.value_ns += value;
+	return 0;
+}
+
+static struct tracer_thread *thread_by_tid(struct sampler *s, pid_t tid)
+{
+	size_t i, n = tracer_thread_count(s->tracer);
+
+	for (i = 0; i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+
+		if (th->tid == tid)
+			return th;
+	}
+	return NULL;
+}
+
+/* Wall mode keeps each thread's last stack, to reuse while it does not run. */
+static void remember(struct sampler *s, struct tracer_thread *th, const struct prof_frame *f,
+		     size_t n)
+{
+	struct samp_thread *st = th ? th->user : NULL;
+
+	if (!st || s->o.mode != SAMPLER_WALL)
+		return;
+	if (!st->last_frames) {
+		st->last_frames = malloc(s->o.max_frames * sizeof(*f));
+		if (!st->last_frames)
+			return;
+	}
+	memcpy(st->last_frames, f, n * sizeof(*f));
+	st->n_last = n;
+	st->have_last = n > 0;
+}
+
+/* Unwinds and aggregates the snapshots taken so far; their threads run
+ * again already. */
 static int process_snaps(struct sampler *s)
 {
 	size_t i, n;
@@ -161,72 +277,115 @@ static int process_snaps(struct sampler *s)
 	for (i = 0; i < s->n_snaps; i++) {
 		struct snap *sn = &s->snaps[i];
 		enum remote_end end;
-		int64_t values[2];
 
-		n = remote_unwind(s->unwinder, sn, s->frames, s->o.max_frames, &end);
-		if (needs_maps_retry(s, sn, s->frames, n) && refresh_maps(s) >= 0) {
-			/* A new library or thread stack since the last read.
-			 * The SP-bounded copy is what it is; re-unwind with the
-			 * new modules. */
-			n = remote_unwind(s->unwinder, sn, s->frames, s->o.max_frames, &end);
-		}
+		n = unwind_snap(s, sn, &end);
 		if (!n)
 			continue;
-		values[0] = 1;
-		values[1] = (int64_t)sn->cpu_ns;
-		ret = prof_stacks_add(s->stacks, sn->key, s->frames, n, values);
+		s->stats.ends[end]++;
+		remember(s, thread_by_tid(s, sn->tid), s->frames, n);
+		ret = add_sample(s, sn->key, s->frames, n,
+				 s->o.mode == SAMPLER_WALL ? s->period_ns : sn->cpu_ns);
 		if (ret < 0)
 			return ret;
-		s->stats.samples++;
-		s->stats.cpu_ns += sn->cpu_ns;
-		s->stats.ends[end]++;
 	}
 	s->n_snaps = 0;
 	return 0;
 }
 
-static bool thread_wants_sample(struct sampler *s, struct tracer_thread *th)
+static bool same_sched(const struct procfs_sched *a, const struct procfs_sched *b)
 {
-	struct procfs_stat st;
-	uint64_t run_ns;
+	return a->run_ns == b->run_ns && a->slices == b->slices;
+}
 
-	if (th->pending || th->listening || th->schedstat_fd < 0 || th->stat_fd < 0)
+/*
+ * Wall mode, a thread that is not running: reuse its last stack if it did
+ * not run since, else read it in place.  Returns true when sampled (no stop
+ * needed).
+ */
+static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
+			    const struct procfs_sched *now, char state)
+{
+	struct samp_thread *st = th->user;
+	struct procfs_syscall sc;
+	struct procfs_sched after;
+	enum remote_end end;
+	size_t n;
+
+	if (st->have_last && same_sched(&st->captured, now)) {
+		s->stats.samples_reused++;
+		return add_sample(s, st->label, st->last_frames, st->n_last, s->period_ns) == 0;
+	}
+	if (state == 'R' || state == 'T' || state == 't')
 		return false;
-	/* schedstat first: a thread that has not run since its last sample
-	 * has no CPU to report, and one pread is cheaper than parsing stat. */
-	if (procfs_read_schedstat(th->schedstat_fd, &run_ns) < 0)
+	if (st->syscall_fd < 0)
+		st->syscall_fd = procfs_open_task(s->o.pid, th->tid, "syscall");
+	if (st->syscall_fd < 0 || procfs_read_syscall(st->syscall_fd, &sc) < 0 || sc.running ||
+	    sc.nr < 0)
 		return false;
-	if (!th->user_primed) {
-		th->user_run_ns = run_ns;
-		th->user_primed = true;
+	if (snap_capture_blocked(&s->blocked, s->o.pid, th->tid, sc.sp, sc.pc, &s->maps) < 0)
+		return false;
+	n = unwind_snap(s, &s->blocked, &end);
+	if (!n || end == REMOTE_END_NEED_REGS)
+		return false;
+	/* Did it run while we read its stack?  Then the copy may mix two
+	 * moments: stop it instead. */
+	if (procfs_read_sched(th->schedstat_fd, &after) < 0 || !same_sched(&after, now))
+		return false;
+	st->captured = *now;
+	s->stats.samples_unstopped++;
+	s->stats.ends[end]++;
+	remember(s, th, s->frames, n);
+	return add_sample(s, st->label, s->frames, n, s->period_ns) == 0;
+}
+
+/* Decides whether th must be interrupted this tick (and samples it in
+ * place when it need not). */
+static bool wants_stop(struct sampler *s, struct tracer_thread *th)
+{
+	struct samp_thread *st = th->user;
+	struct procfs_sched sc;
+	struct procfs_stat ps;
+
+	if (!st || th->pending || th->held || th->schedstat_fd < 0 || th->stat_fd < 0)
+		return false;
+	/* schedstat first: one pread says whether the thread ran at all. */
+	if (procfs_read_sched(th->schedstat_fd, &sc) < 0)
+		return false;
+	if (!st->primed) {
+		st->sampled_run_ns = sc.run_ns;
+		st->primed = true;
+	}
+	if (s->o.mode == SAMPLER_CPU) {
+		if (th->listening || sc.run_ns == st->sampled_run_ns)
+			return false;
+		if (procfs_read_stat(th->stat_fd, &ps) < 0 || ps.state != 'R')
+			return false;
+		update_label(s, th, ps.comm);
+		st->seen_run_ns = sc.run_ns;
+		return true;
+	}
+	if (st->have_last && same_sched(&st->captured, &sc)) {
+		sample_in_place(s, th, &sc, 'S');
 		return false;
 	}
-	if (run_ns == th->user_run_ns)
+	if (procfs_read_stat(th->stat_fd, &ps) < 0)
 		return false;
-	if (procfs_read_stat(th->stat_fd, &st) < 0 || st.state != 'R')
+	update_label(s, th, ps.comm);
+	if (sample_in_place(s, th, &sc, ps.state))
 		return false;
-	if (th->user_label && strcmp(s->labels[th->user_label - 1].name, st.comm) != 0)
-		th->user_label = add_label(s, th->tid, st.comm);
-	th->user_seen_run_ns = run_ns;
+	st->seen_run_ns = sc.run_ns;
+	st->captured = sc;
 	return true;
 }
 
-static int tick(struct sampler *s)
+/* Waits until no interrupt is outstanding (or STOP_WAIT_NS passed: a thread
+ * in uninterruptible sleep stops late, and its stop is then served by the
+ * main loop). */
+static int wait_stops(struct sampler *s)
 {
-	uint64_t deadline;
-	size_t i, n = tracer_thread_count(s->tracer);
+	uint64_t deadline = tracer_now_ns() + STOP_WAIT_NS;
 	int r;
 
-	for (i = 0; i < n; i++) {
-		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
-
-		if (thread_wants_sample(s, th))
-			tracer_interrupt(s->tracer, th);
-	}
-	/* Collect the stops; each thread is resumed as soon as it is copied.
-	 * A thread that went into uninterruptible sleep may stop late: its
-	 * stop is then served by the main loop. */
-	deadline = tracer_now_ns() + 20000000u;
 	while (tracer_pending_count(s->tracer) > 0) {
 		uint64_t now = tracer_now_ns();
 
@@ -239,6 +398,46 @@ static int tick(struct sampler *s)
 		if (r & TRACER_EV_GONE)
 			break;
 	}
+	return 0;
+}
+
+static int tick(struct sampler *s)
+{
+	size_t i, n = tracer_thread_count(s->tracer), chosen = 0;
+	struct tracer_thread **pick;
+	int r = 0;
+
+	pick = malloc((n ? n : 1) * sizeof(*pick));
+	if (!pick)
+		return -ENOMEM;
+	/* Choose first, then stop: the list may change while we wait. */
+	for (i = 0; i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+
+		if (wants_stop(s, th))
+			pick[chosen++] = th;
+	}
+	if (s->o.stop == SAMPLER_STOP_PROCESS) {
+		for (i = 0; i < chosen; i++)
+			tracer_interrupt(s->tracer, pick[i]);
+		r = wait_stops(s);
+		tracer_resume_held(s->tracer);
+	} else {
+		for (i = 0; i < chosen && r >= 0; i++) {
+			pid_t tid = pick[i]->tid;
+
+			/* pick[i] may be freed by an exit seen while waiting */
+			if (!thread_by_tid(s, tid))
+				continue;
+			if (tracer_interrupt(s->tracer, pick[i]) == 0)
+				r = wait_stops(s);
+			if (s->pending_events & TRACER_EV_GONE)
+				break;
+		}
+	}
+	free(pick);
+	if (r < 0)
+		return r;
 	return process_snaps(s);
 }
 
@@ -253,8 +452,12 @@ int sampler_create(struct sampler **out, const struct sampler_opts *o)
 	s->o = *o;
 	if (!s->o.max_frames)
 		s->o.max_frames = 256;
+	s->period_ns = 1000000000u / s->o.hz;
 	s->frames = calloc(s->o.max_frames, sizeof(*s->frames));
 	if (!s->frames)
+		goto err;
+	ret = snap_init(&s->blocked, s->o.stack_size);
+	if (ret < 0)
 		goto err;
 	ret = prof_stacks_create(&s->stacks, 2);
 	if (ret < 0)
@@ -286,6 +489,7 @@ void sampler_destroy(struct sampler *s)
 		prof_stacks_destroy(s->stacks);
 	for (i = 0; i < s->cap_snaps; i++)
 		snap_fini(&s->snaps[i]);
+	snap_fini(&s->blocked);
 	free(s->snaps);
 	free(s->frames);
 	free(s->labels);
@@ -301,14 +505,20 @@ static int session_attach(struct sampler *s)
 	if (ret < 0)
 		return ret;
 	s->stats.attached = true;
+	tracer_set_fraction_floor(s->tracer, s->period_ns);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	s->stats.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	return refresh_maps(s);
+	ret = refresh_maps(s);
+	if (ret < 0)
+		return ret;
+	if (s->o.after_attach)
+		s->o.after_attach(s->o.after_attach_arg);
+	return 0;
 }
 
 static int session_loop(struct sampler *s)
 {
-	uint64_t period = 1000000000u / s->o.hz;
+	uint64_t period = s->period_ns;
 	uint64_t start = tracer_now_ns(), next = start, now, wait;
 	uint64_t deadline = s->o.duration_ns ? start + s->o.duration_ns : UINT64_MAX;
 	int r = 0;
@@ -353,32 +563,32 @@ static int session_loop(struct sampler *s)
 	return r < 0 ? r : 0;
 }
 
-static void session_release(struct sampler *s)
+static uint64_t thread_cpu_ns(void)
 {
-	const struct tracer_stats *ts = tracer_get_stats(s->tracer);
+	struct timespec ts;
 
-	/* Stops that arrived after the last tick are still samples. */
-	tracer_poll(s->tracer, 0);
-	s->stats.threads_seen = ts->threads_seen;
-	s->stats.stops = ts->stops;
-	s->stats.stop_ns_total = ts->stop_ns_total;
-	s->stats.stop_ns_max = ts->stop_ns_max;
-	s->stats.signals_reinjected = ts->signals_reinjected;
-	tracer_release(s->tracer);
-	s->tracer = NULL;
-	process_snaps(s);
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void *session_main(void *arg)
 {
 	struct sampler *s = arg;
+	uint64_t cpu0 = thread_cpu_ns();
 	int ret;
 
 	ret = session_attach(s);
 	if (ret == 0)
 		ret = session_loop(s);
-	if (s->tracer)
-		session_release(s);
+	if (s->tracer) {
+		/* Stops that arrived after the last tick are still samples. */
+		tracer_poll(s->tracer, 0);
+		tracer_release(s->tracer, &s->stats.tracer);
+		s->tracer = NULL;
+		process_snaps(s);
+	}
+	s->stats.cprof_cpu_ns = thread_cpu_ns() - cpu0;
 	s->session_ret = ret;
 	/* Returning ends this thread: the kernel detaches the target here. */
 	return NULL;

@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A CPU-profiling session over one process: at each tick, the threads that
- * are running or runnable and used CPU since their previous sample are
- * interrupted, their registers and stack copied, resumed at once, then
- * unwound from the copy and aggregated.  Blocked threads are never
- * interrupted, so their system calls never see EINTR because of cprof.
+ * A profiling session over one process.
+ *
+ * cpu mode: at each tick, the threads that are running or runnable and used
+ * CPU since their previous sample are interrupted, their registers and
+ * stack copied, resumed, then unwound from the copy; a sample's value is the
+ * CPU time the thread used since its previous sample.  Blocked threads are
+ * never interrupted, so their system calls never see EINTR because of cprof.
+ *
+ * wall mode: every thread at every tick.  A thread that has not run since
+ * its last capture has the same stack, which is reused; a blocked one is
+ * read without a stop (SP and PC from /proc/PID/task/TID/syscall) and only
+ * stopped when that fails.
  */
 #ifndef CPROF_UNWIND_SAMPLER_H
 #define CPROF_UNWIND_SAMPLER_H
@@ -12,12 +19,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <pthread.h>
 #include <sys/types.h>
 
 #include "profile/stacks.h"
 #include "symbolize/module.h"
 #include "unwind/remote.h"
+#include "unwind/tracer.h"
+
+enum sampler_mode {
+	SAMPLER_CPU,
+	SAMPLER_WALL,
+};
+
+enum sampler_stop {
+	SAMPLER_STOP_THREAD,	/* one thread at a time; the others run on */
+	SAMPLER_STOP_PROCESS,	/* the sampled threads held together: one instant */
+};
 
 struct sampler_opts {
 	pid_t pid;
@@ -25,20 +42,26 @@ struct sampler_opts {
 	uint64_t duration_ns;	/* 0: until a stop signal or the target's exit */
 	size_t stack_size;	/* bytes of stack copied per sample */
 	size_t max_frames;
+	enum sampler_mode mode;
+	enum sampler_stop stop;
+	/* Called on the session thread once every thread is seized and before
+	 * the first tick (record uses it to let its child exec). */
+	void (*after_attach)(void *arg);
+	void *after_attach_arg;
 };
 
 struct sampler_stats {
 	uint64_t ticks;
 	uint64_t ticks_missed;	/* ticks skipped because cprof fell behind */
 	uint64_t samples;
-	uint64_t ends[REMOTE_END_ERROR + 1]; /* samples by how their unwind ended */
-	uint64_t cpu_ns;	/* sum of the samples' CPU time */
-	uint64_t threads_seen;
-	uint64_t stops, stop_ns_total, stop_ns_max;
-	uint64_t signals_reinjected;
-	uint64_t execs;
+	uint64_t samples_reused; /* wall mode: stack unchanged, capture reused */
+	uint64_t samples_unstopped; /* wall mode: read while blocked, no stop */
+	uint64_t ends[REMOTE_END_ERROR + 1]; /* fresh samples by how their unwind ended */
+	uint64_t value_ns;	/* sum of the samples' cpu or wall time */
 	uint64_t start_realtime_ns;
 	uint64_t elapsed_ns;
+	uint64_t cprof_cpu_ns;	/* CPU time of the sampling thread */
+	struct tracer_stats tracer;
 	bool attached;
 	bool target_exited;
 	bool stop_requested;

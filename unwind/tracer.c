@@ -27,6 +27,8 @@ struct tracer {
 	size_t n_threads, cap_threads;
 	size_t n_pending;
 	bool stop_requested;
+	uint64_t fraction_floor_ns;
+	uint64_t spin_ns;
 	struct tracer_stats stats;
 };
 
@@ -71,6 +73,7 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid)
 	if (!th)
 		return NULL;
 	th->tid = tid;
+	th->appeared_ns = tracer_now_ns();
 	th->stat_fd = procfs_open_task(t->pid, tid, "stat");
 	th->schedstat_fd = procfs_open_task(t->pid, tid, "schedstat");
 	t->threads[t->n_threads++] = th;
@@ -80,10 +83,25 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid)
 	return th;
 }
 
+static void fold_fraction(struct tracer *t, const struct tracer_thread *th)
+{
+	uint64_t lived = tracer_now_ns() - th->appeared_ns;
+	double f;
+
+	if (lived < t->fraction_floor_ns || lived == 0)
+		return;
+	f = (double)th->stopped_ns / (double)lived;
+	if (f > t->stats.stopped_fraction_max)
+		t->stats.stopped_fraction_max = f;
+	t->stats.stopped_fraction_sum += f;
+	t->stats.stopped_fraction_threads++;
+}
+
 static void remove_thread(struct tracer *t, size_t i)
 {
 	struct tracer_thread *th = t->threads[i];
 
+	fold_fraction(t, th);
 	if (t->ops && t->ops->on_thread)
 		t->ops->on_thread(t, th, false, t->arg);
 	if (th->pending)
@@ -206,7 +224,7 @@ int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, 
 
 err_detach:
 	/* The caller's thread exits after a failed attach, releasing these. */
-	tracer_release(t);
+	tracer_release(t, NULL);
 	return ret;
 err_sigfd:
 	close(t->sigfd);
@@ -226,10 +244,60 @@ static void resume(struct tracer *t, pid_t tid, int sig)
 	ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig);
 }
 
+static unsigned hist_bucket(uint64_t v)
+{
+	unsigned e;
+
+	if (v < 8)
+		return (unsigned)v;
+	e = 63u - (unsigned)__builtin_clzll(v);	/* v in [2^e, 2^(e+1)) */
+	return e * 8 + (unsigned)((v >> (e - 3)) & 7);
+}
+
+/* The lower bound of bucket b: the inverse of hist_bucket. */
+static uint64_t hist_value(unsigned b)
+{
+	unsigned e = b / 8, m = b % 8;
+
+	if (b < 8)
+		return b;
+	return (8ull + m) << (e - 3);
+}
+
+uint64_t tracer_stop_percentile(const struct tracer_stats *st, double p)
+{
+	uint64_t want, seen = 0;
+	unsigned b;
+
+	if (!st->stops)
+		return 0;
+	want = (uint64_t)((p / 100.0) * (double)st->stops + 0.5);
+	if (want < 1)
+		want = 1;
+	for (b = 0; b < TRACER_HIST_BUCKETS; b++) {
+		seen += st->stop_hist[b];
+		if (seen >= want)
+			return hist_value(b);
+	}
+	return st->stop_ns_max;
+}
+
+void tracer_set_fraction_floor(struct tracer *t, uint64_t ns)
+{
+	t->fraction_floor_ns = ns;
+}
+
+void tracer_set_spin(struct tracer *t, uint64_t ns)
+{
+	t->spin_ns = ns;
+}
+
 static void account_stop(struct tracer *t, struct tracer_thread *th)
 {
 	uint64_t d = tracer_now_ns() - th->interrupt_ns;
 
+	th->stopped_ns += d;
+	t->stats.stop_hist[hist_bucket(d)]++;
 	t->stats.stops++;
 	t->stats.stop_ns_total += d;
 	if (d > t->stats.stop_ns_max)
@@ -271,6 +339,10 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 
 	th = find_thread(t, tid, NULL);
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		if (tid == t->pid) {
+			t->stats.leader_exited = true;
+			t->stats.leader_status = status;
+		}
 		forget_tid(t, tid);
 		return;
 	}
@@ -367,8 +439,11 @@ static int read_signals(struct tracer *t)
 		r = read(t->sigfd, &si, sizeof(si));
 		if (r != (ssize_t)sizeof(si))
 			break;
-		if (si.ssi_signo != SIGCHLD)
+		if (si.ssi_signo != SIGCHLD && !t->stop_requested) {
 			t->stop_requested = true;
+			t->stats.stop_signal = (int)si.ssi_signo;
+			t->stats.stop_signal_from_user = si.ssi_code == SI_USER;
+		}
 	}
 	if (r < 0 && errno != EAGAIN && errno != EINTR)
 		return -errno;
@@ -395,6 +470,20 @@ int tracer_poll(struct tracer *t, uint64_t timeout_ns)
 	if (drain(t) > 0 || timeout_ns == 0 || status_mask(t)) {
 		r = read_signals(t);
 		return r < 0 ? r : status_mask(t);
+	}
+	if (t->n_pending && t->spin_ns) {
+		/* A running thread stops within microseconds of its interrupt.
+		 * Sleeping until SIGCHLD wakes us would add the scheduler's
+		 * wake-up latency (milliseconds on a busy machine) to every
+		 * stop; polling briefly keeps this thread on its CPU. */
+		uint64_t until = tracer_now_ns() + (t->spin_ns < timeout_ns ? t->spin_ns : timeout_ns);
+
+		while (tracer_now_ns() < until) {
+			if (drain(t) > 0) {
+				r = read_signals(t);
+				return r < 0 ? r : status_mask(t);
+			}
+		}
 	}
 	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
 	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
@@ -441,13 +530,16 @@ size_t tracer_resume_held(struct tracer *t)
 	return n;
 }
 
-void tracer_release(struct tracer *t)
+void tracer_release(struct tracer *t, struct tracer_stats *final)
 {
 	/* Serve what is already queued so no signal waits on us. */
 	tracer_resume_held(t);
 	drain(t);
+	/* Thread removal folds each one's stopped fraction into the stats. */
 	while (t->n_threads > 0)
 		remove_thread(t, t->n_threads - 1);
+	if (final)
+		*final = t->stats;
 	close(t->sigfd);
 	free(t->threads);
 	free(t);

@@ -25,11 +25,9 @@ struct tracer_thread {
 	bool listening;		/* in group-stop (job control); PTRACE_LISTEN issued */
 	bool held;		/* kept in its stop by on_stop; see tracer_resume_held */
 	uint64_t interrupt_ns;	/* CLOCK_MONOTONIC when interrupted */
-	/* For the tracer's user (the sampler), zeroed when the thread appears. */
-	uint64_t user_run_ns;
-	uint64_t user_seen_run_ns;
-	uint32_t user_label;
-	bool user_primed;
+	uint64_t appeared_ns;	/* when it was seized or born */
+	uint64_t stopped_ns;	/* total time in stops cprof asked for */
+	void *user;		/* the tracer's user's, set in on_thread */
 };
 
 struct tracer_ops {
@@ -47,10 +45,23 @@ struct tracer_ops {
 	void (*on_exec)(struct tracer *t, void *arg);
 };
 
+/* Stop durations, log-linear: 8 buckets per power of two of nanoseconds. */
+#define TRACER_HIST_BUCKETS (64 * 8)
+
 struct tracer_stats {
 	uint64_t stops;		/* interrupt stops served */
 	uint64_t stop_ns_total;	/* sum of interrupt-to-resume times */
 	uint64_t stop_ns_max;
+	uint64_t stop_hist[TRACER_HIST_BUCKETS];
+	/* Per thread, stopped time / time traced: the worst and the sum (for
+	 * the mean), over threads that lived at least one sampling period. */
+	double stopped_fraction_max;
+	double stopped_fraction_sum;
+	uint64_t stopped_fraction_threads;
+	int stop_signal;	/* the signal that ended the session, 0 if none */
+	bool stop_signal_from_user; /* it came from kill(2), not the terminal */
+	bool leader_exited;
+	int leader_status;	/* wait status of the main thread, when it exited */
 	uint64_t signals_reinjected;
 	uint64_t group_stops;
 	uint64_t execs;
@@ -71,6 +82,14 @@ enum {
  */
 int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, void *arg);
 
+/* Threads living shorter than this are left out of the stopped fractions:
+ * one stop in a thread that lived 50 us says nothing about the target. */
+void tracer_set_fraction_floor(struct tracer *t, uint64_t ns);
+
+/* While interrupts are outstanding, tracer_poll polls for up to ns before
+ * it sleeps: trading a little of cprof's CPU for shorter stops. */
+void tracer_set_spin(struct tracer *t, uint64_t ns);
+
 /*
  * Lets go of every thread without stopping any, and frees t.  The kernel
  * detaches a tracer's tracees when the tracing thread exits (exit_ptrace),
@@ -79,9 +98,10 @@ int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, 
  * to a stop first.  So the calling thread must exit right after this call;
  * until it does, the target may wait in a stop it cannot leave.  Threads in
  * a job-control stop stay stopped; a signal whose delivery-stop had not been
- * reaped is delivered.
+ * reaped is delivered.  If final is not NULL, the statistics are copied
+ * there last, with every thread's stopped fraction folded in.
  */
-void tracer_release(struct tracer *t);
+void tracer_release(struct tracer *t, struct tracer_stats *final);
 
 /* Sends PTRACE_INTERRUPT to th.  Returns 0 or -errno (-ESRCH: exiting). */
 int tracer_interrupt(struct tracer *t, struct tracer_thread *th);
@@ -102,6 +122,9 @@ size_t tracer_pending_count(const struct tracer *t);
 
 pid_t tracer_pid(const struct tracer *t);
 const struct tracer_stats *tracer_get_stats(const struct tracer *t);
+
+/* The p-th percentile (0..100) of stop durations in ns, 0 if none. */
+uint64_t tracer_stop_percentile(const struct tracer_stats *st, double p);
 
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t tracer_now_ns(void);
