@@ -3,10 +3,14 @@
 #ifndef CPROF_CLI_CLI_H
 #define CPROF_CLI_CLI_H
 
+#include <getopt.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "unwind/sampler.h"
 
 enum {
 	CPROF_EXIT_OK = 0,
@@ -50,7 +54,61 @@ int cli_attach_obstacle(pid_t pid, int err, char *buf, size_t size);
 /* Writes s as a JSON string literal (null when s is NULL). */
 void cli_json_string(FILE *f, const char *s);
 
+/* Sampling options shared by attach and record. */
+struct cli_session {
+	unsigned hz;
+	uint64_t duration_ns;
+	size_t stack_size;
+	enum sampler_mode mode;
+	enum sampler_stop stop;
+	const char *output;
+	char default_output[64];
+	bool quiet;
+	bool json;
+};
+
+/* getopt_long values of the shared long options with no short form. */
+enum {
+	CLI_OPT_STACK_SIZE = 1000,
+	CLI_OPT_MODE,
+	CLI_OPT_STOP,
+	CLI_OPT_JSON,
+	CLI_OPT_INPROC,
+};
+
+#define CLI_SESSION_LONG_OPTIONS \
+	{ "duration", required_argument, NULL, 'd' }, \
+	{ "output", required_argument, NULL, 'o' }, \
+	{ "frequency", required_argument, NULL, 'F' }, \
+	{ "stack-size", required_argument, NULL, CLI_OPT_STACK_SIZE }, \
+	{ "mode", required_argument, NULL, CLI_OPT_MODE }, \
+	{ "stop", required_argument, NULL, CLI_OPT_STOP }, \
+	{ "quiet", no_argument, NULL, 'q' }, \
+	{ "json", no_argument, NULL, CLI_OPT_JSON }
+#define CLI_SESSION_SHORT_OPTIONS "d:o:F:q"
+
+void cli_session_defaults(struct cli_session *a);
+
+/* Handles one shared option: -1 when taken, -2 when not a shared option,
+ * or an exit code (usage error, already reported). */
+int cli_session_option(struct cli_session *a, int c, const char *arg);
+
+/* Defaults that depend on the pid; checks option combinations.  -1 to go
+ * on, or an exit code. */
+int cli_session_finish_args(struct cli_session *a, const char *cmd, pid_t pid);
+
+/*
+ * Samples pid (attach semantics: seize, sample, let go), writes the
+ * profile and the summary (text on stderr unless quiet; JSON on stdout with
+ * --json).  what describes the command in the profile's comments.
+ * after_attach runs on the session thread once the target is seized.
+ * *final receives the session's statistics.  Returns the exit code.
+ */
+int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
+		    void (*after_attach)(void *), void *arg, struct sampler_stats *final);
+
 int cmd_attach(int argc, char **argv);
+int cmd_record(int argc, char **argv);
 int cmd_dump_threads(int argc, char **argv);
 
 #endif

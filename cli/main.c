@@ -14,6 +14,7 @@ static const struct cmd {
 	const char *summary;
 } commands[] = {
 	{ "attach", cmd_attach, "profile a running process into a pprof CPU profile" },
+	{ "record", cmd_record, "run a command and profile it until it exits" },
 	{ "dump-threads", cmd_dump_threads, "print every thread's stack, captured at one instant" },
 };
 

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: MIT */
+/* cprof record: run a command and profile it from its first instruction. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define INPROC_LIB "libcprof-inproc.so"
+
+struct child {
+	pid_t pid;
+	int go_fd;	/* writing one byte lets the child exec */
+	int err_fd;	/* the child's exec errno, or EOF once it exec'd */
+};
+
+static void record_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cprof record [-d DURATION] [-o FILE] [-F HZ] [--mode cpu|wall]\n"
+		"                    [--stop thread|process] [--stack-size BYTES] [-q] [--json]\n"
+		"                    [--inproc] -- COMMAND [ARG...]\n"
+		"\n"
+		"Runs COMMAND, profiles it (every thread, from its first instruction) until it\n"
+		"exits or the duration ends, writes the profile, and exits with COMMAND's exit\n"
+		"status (128+N when a signal N killed it).\n"
+		"\n"
+		"  -d, --duration D       stop profiling after D; COMMAND runs on to its end\n"
+		"  -o, --output FILE      profile file (default cprof-COMMAND.pb.gz; - for stdout)\n"
+		"  -F, --frequency HZ     samples per second per thread, 1..1000 (default 100)\n"
+		"      --mode cpu|wall    as for attach\n"
+		"      --stop thread|process\n"
+		"                         as for attach\n"
+		"      --stack-size N     bytes of stack copied per sample (default 64k)\n"
+		"      --inproc           sample inside COMMAND instead (LD_PRELOAD of %s,\n"
+		"                         SIGPROF timers): the classic way, for comparison\n"
+		"  -q, --quiet            no summary line on stderr\n"
+		"      --json             the summary as one JSON object on stdout\n"
+		"  -h, --help             this help\n",
+		INPROC_LIB);
+}
+
+static int exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return CPROF_EXIT_FATAL;
+}
+
+/* The child side: wait for the go, exec, or report why not. */
+static void __attribute__((noreturn)) child_main(int go_fd, int err_fd, char **argv)
+{
+	sigset_t none;
+	char c;
+	int e;
+
+	/* What cprof changed for itself must not leak into the command. */
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (read(go_fd, &c, 1) != 1)
+		_exit(127);	/* cprof gave up (could not attach) */
+	execvp(argv[0], argv);
+	e = errno;
+	if (write(err_fd, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+static int spawn(struct child *ch, char **argv)
+{
+	int go[2], err[2];
+
+	if (pipe2(go, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(err, O_CLOEXEC) < 0) {
+		close(go[0]);
+		close(go[1]);
+		return -errno;
+	}
+	ch->pid = fork();
+	if (ch->pid < 0) {
+		int e = errno;
+
+		close(go[0]);
+		close(go[1]);
+		close(err[0]);
+		close(err[1]);
+		return -e;
+	}
+	if (ch->pid == 0) {
+		close(go[1]);
+		close(err[0]);
+		child_main(go[0], err[1], argv);
+	}
+	close(go[0]);
+	close(err[1]);
+	ch->go_fd = go[1];
+	ch->err_fd = err[0];
+	return 0;
+}
+
+static void let_go(void *arg)
+{
+	struct child *ch = arg;
+
+	if (write(ch->go_fd, "g", 1) != 1) {
+		/* The child is gone already; its exit ends the session. */
+	}
+	close(ch->go_fd);
+	ch->go_fd = -1;
+}
+
+/* 0 when the command was exec'd, its errno otherwise. */
+static int exec_error(struct child *ch)
+{
+	int e = 0;
+
+	if (read(ch->err_fd, &e, sizeof(e)) != (ssize_t)sizeof(e))
+		e = 0;
+	close(ch->err_fd);
+	ch->err_fd = -1;
+	return e;
+}
+
+static int wait_child(pid_t pid, int *status)
+{
+	while (waitpid(pid, status, 0) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+static char *inproc_library(void)
+{
+	char exe[PATH_MAX], *dir, *path = NULL;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	/* Beside the cprof binary first (a build tree), then where make
+	 * install puts it. */
+	if (n > 0) {
+		exe[n] = '\0';
+		dir = dirname(exe);
+		if (asprintf(&path, "%s/%s", dir, INPROC_LIB) >= 0 && access(path, R_OK) == 0)
+			return path;
+		free(path);
+		path = NULL;
+	}
+	if (asprintf(&path, "%s/%s", PKGLIBDIR, INPROC_LIB) >= 0 && access(path, R_OK) == 0)
+		return path;
+	free(path);
+	return NULL;
+}
+
+static int record_inproc(const struct cli_session *a, char **argv)
+{
+	char *lib, *preload = NULL, *out_abs = NULL, hz[16];
+	const char *old = getenv("LD_PRELOAD");
+	struct stat st;
+	struct child ch;
+	int status, code, ret, e;
+
+	lib = inproc_library();
+	if (!lib) {
+		cli_error("cannot find %s beside cprof or in %s (build or install it)", INPROC_LIB,
+			  PKGLIBDIR);
+		return CPROF_EXIT_FATAL;
+	}
+	if (strcmp(a->output, "-") == 0) {
+		cli_error("record --inproc: the command writes the profile itself; give it a file "
+			  "name with -o");
+		free(lib);
+		return CPROF_EXIT_USAGE;
+	}
+	out_abs = realpath(".", NULL);
+	if (!out_abs || (a->output[0] != '/' && asprintf(&preload, "%s/%s", out_abs, a->output) < 0)) {
+		cli_error("cannot resolve '%s': %s", a->output, strerror(errno));
+		free(lib);
+		free(out_abs);
+		return CPROF_EXIT_FATAL;
+	}
+	setenv("CPROF_INPROC_OUTPUT", a->output[0] == '/' ? a->output : preload, 1);
+	free(preload);
+	free(out_abs);
+	preload = NULL;
+	snprintf(hz, sizeof(hz), "%u", a->hz);
+	setenv("CPROF_INPROC_HZ", hz, 1);
+	setenv("CPROF_INPROC_MODE", a->mode == SAMPLER_WALL ? "wall" : "cpu", 1);
+	if (old && *old ? asprintf(&preload, "%s:%s", lib, old) < 0 :
+			  (preload = strdup(lib)) == NULL) {
+		free(lib);
+		return CPROF_EXIT_FATAL;
+	}
+	setenv("LD_PRELOAD", preload, 1);
+	free(preload);
+	free(lib);
+	/* The profile is the command's to write; remove a stale one so its
+	 * absence afterwards means something. */
+	unlink(a->output);
+
+	ret = spawn(&ch, argv);
+	if (ret < 0) {
+		cli_error("cannot run '%s': %s", argv[0], strerror(-ret));
+		return CPROF_EXIT_FATAL;
+	}
+	/* Ctrl-C reaches the command through the terminal; cprof waits for it
+	 * like a shell does. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	let_go(&ch);
+	e = exec_error(&ch);
+	if (wait_child(ch.pid, &status) < 0) {
+		cli_error("cannot wait for '%s': %s", argv[0], strerror(errno));
+		return CPROF_EXIT_FATAL;
+	}
+	if (e) {
+		cli_error("cannot run '%s': %s", argv[0], strerror(e));
+		return 127;
+	}
+	code = exit_code_of(status);
+	if (stat(a->output, &st) < 0) {
+		cli_error("'%s' ended (status %d) without writing its in-process profile '%s' "
+			  "(killed by a signal, or it called _exit)", argv[0], code, a->output);
+		return code ? code : CPROF_EXIT_FATAL;
+	}
+	if (!a->quiet)
+		fprintf(stderr, "cprof: wrote %s (in-process sampler, %u Hz, %s mode); '%s' exited "
+			"with status %d\n", a->output, a->hz, a->mode == SAMPLER_WALL ? "wall" : "cpu",
+			argv[0], code);
+	return code;
+}
+
+static int record_ptrace(const struct cli_session *a, char **argv)
+{
+	struct sampler_stats final;
+	char what[128];
+	struct child ch;
+	int status = 0, code, ret, e;
+
+	ret = spawn(&ch, argv);
+	if (ret < 0) {
+		cli_error("cannot run '%s': %s", argv[0], strerror(-ret));
+		return CPROF_EXIT_FATAL;
+	}
+	snprintf(what, sizeof(what), "record -- %s", argv[0]);
+	memset(&final, 0, sizeof(final));
+	code = cli_session_run(a, ch.pid, what, let_go, &ch, &final);
+	if (ch.go_fd >= 0) {
+		/* Never attached: the child reads EOF and exits 127. */
+		close(ch.go_fd);
+	}
+	e = exec_error(&ch);
+	if (final.tracer.leader_exited) {
+		status = final.tracer.leader_status;
+	} else {
+		/* Profiling ended first (-d, or a signal to cprof).  A signal
+		 * sent to cprof alone by kill(1) goes on to the command, as
+		 * timeout(1) does; one from the terminal reached it already. */
+		if (final.stop_requested && final.tracer.stop_signal_from_user)
+			kill(ch.pid, final.tracer.stop_signal);
+		if (wait_child(ch.pid, &status) < 0) {
+			cli_error("cannot wait for '%s': %s", argv[0], strerror(errno));
+			return CPROF_EXIT_FATAL;
+		}
+	}
+	if (e) {
+		cli_error("cannot run '%s': %s", argv[0], strerror(e));
+		return 127;
+	}
+	if (!final.attached)
+		return code;
+	/* The command's status is what scripts rely on; a profile that could
+	 * not be written only shows when the command itself succeeded. */
+	return exit_code_of(status) || code == CPROF_EXIT_OK ? exit_code_of(status) : code;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "inproc", no_argument, NULL, CLI_OPT_INPROC },
+		{ "help", no_argument, NULL, 'h' },
+		CLI_SESSION_LONG_OPTIONS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cli_session a;
+	bool inproc = false, stop_given = false;
+	char *name;
+	int c, code, ret;
+
+	cli_session_defaults(&a);
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+h" CLI_SESSION_SHORT_OPTIONS, opts, NULL)) != -1) {
+		code = cli_session_option(&a, c, optarg);
+		if (code >= 0)
+			return code;
+		stop_given |= c == CLI_OPT_STOP;
+		if (code == -1)
+			continue;
+		switch (c) {
+		case CLI_OPT_INPROC:
+			inproc = true;
+			break;
+		case 'h':
+			record_usage(stdout);
+			return CPROF_EXIT_OK;
+		default:
+			if (optopt && strchr("doF", optopt))
+				cli_error("record: option -%c needs a value (see 'cprof record --help')",
+					  optopt);
+			else
+				cli_error("record: unknown option '%s' (see 'cprof record --help')",
+					  argv[optind - 1]);
+			return CPROF_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		cli_error("record: which command? give it after --, e.g. cprof record -- ./bench");
+		return CPROF_EXIT_USAGE;
+	}
+	if (inproc && a.duration_ns) {
+		cli_error("record: --inproc profiles until the command exits; -d does not apply");
+		return CPROF_EXIT_USAGE;
+	}
+	if (inproc && stop_given) {
+		cli_error("record: --inproc stops nothing; --stop does not apply");
+		return CPROF_EXIT_USAGE;
+	}
+	if (!a.output) {
+		name = basename(argv[optind]);
+		snprintf(a.default_output, sizeof(a.default_output), "cprof-%.40s.pb.gz", name);
+		a.output = a.default_output;
+	}
+	code = cli_session_finish_args(&a, "record", 0);
+	if (code >= 0)
+		return code;
+	ret = cli_check_output(a.output);
+	if (ret < 0) {
+		cli_error("cannot write '%s': %s", a.output, strerror(-ret));
+		return CPROF_EXIT_FATAL;
+	}
+	return inproc ? record_inproc(&a, argv + optind) : record_ptrace(&a, argv + optind);
+}

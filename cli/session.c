@@ -1,0 +1,311 @@
+/* SPDX-License-Identifier: MIT */
+/* What attach and record share: sampling options, the session, its report. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "profile/export.h"
+#include "profile/profile.h"
+#include "symbolize/symbolize.h"
+
+#define MAX_HZ 1000
+#define MIN_STACK (4u << 10)
+#define MAX_STACK (8u << 20)
+
+void cli_session_defaults(struct cli_session *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->hz = 100;
+	a->stack_size = 64u << 10;
+	a->mode = SAMPLER_CPU;
+	/* Measured on 2 CPUs with 2 busy threads (median stop): process
+	 * 20-30 us in every run; thread 26 us to 3 ms, as the resumed
+	 * thread and cprof then compete for the CPU the next stop needs. */
+	a->stop = SAMPLER_STOP_PROCESS;
+}
+
+int cli_session_option(struct cli_session *a, int c, const char *arg)
+{
+	unsigned long v;
+
+	switch (c) {
+	case 'd':
+		if (cli_parse_duration(arg, &a->duration_ns) < 0) {
+			cli_error("invalid duration '%s' (examples: 500ms, 30s, 2m, 1h)", arg);
+			return CPROF_EXIT_USAGE;
+		}
+		return -1;
+	case 'o':
+		a->output = arg;
+		return -1;
+	case 'F':
+		if (cli_parse_ulong(arg, 1, MAX_HZ, &v) < 0) {
+			cli_error("invalid frequency '%s': must be 1..%d samples per second "
+				  "(more would stop threads too often to be safe)", arg, MAX_HZ);
+			return CPROF_EXIT_USAGE;
+		}
+		a->hz = (unsigned)v;
+		return -1;
+	case CLI_OPT_STACK_SIZE:
+		if (cli_parse_size(arg, &a->stack_size) < 0 || a->stack_size < MIN_STACK ||
+		    a->stack_size > MAX_STACK) {
+			cli_error("invalid stack size '%s': must be 4k..8m bytes", arg);
+			return CPROF_EXIT_USAGE;
+		}
+		return -1;
+	case CLI_OPT_MODE:
+		if (strcmp(arg, "cpu") == 0) {
+			a->mode = SAMPLER_CPU;
+		} else if (strcmp(arg, "wall") == 0) {
+			a->mode = SAMPLER_WALL;
+		} else {
+			cli_error("invalid mode '%s': cpu (running threads, CPU time) or wall "
+				  "(every thread, wall time)", arg);
+			return CPROF_EXIT_USAGE;
+		}
+		return -1;
+	case CLI_OPT_STOP:
+		if (strcmp(arg, "thread") == 0) {
+			a->stop = SAMPLER_STOP_THREAD;
+		} else if (strcmp(arg, "process") == 0) {
+			a->stop = SAMPLER_STOP_PROCESS;
+		} else {
+			cli_error("invalid stop policy '%s': thread (one at a time) or process "
+				  "(the sampled threads together)", arg);
+			return CPROF_EXIT_USAGE;
+		}
+		return -1;
+	case 'q':
+		a->quiet = true;
+		return -1;
+	case CLI_OPT_JSON:
+		a->json = true;
+		return -1;
+	}
+	return -2;
+}
+
+int cli_session_finish_args(struct cli_session *a, const char *cmd, pid_t pid)
+{
+	if (!a->output) {
+		snprintf(a->default_output, sizeof(a->default_output), "cprof-%d.pb.gz", (int)pid);
+		a->output = a->default_output;
+	}
+	if (a->json && strcmp(a->output, "-") == 0) {
+		cli_error("%s: --json and -o - would both write to standard output; "
+			  "give the profile a file name", cmd);
+		return CPROF_EXIT_USAGE;
+	}
+	return -1;
+}
+
+static int label_of(uint32_t key, pid_t *tid, const char **name, void *arg)
+{
+	return sampler_thread_label(arg, key, tid, name);
+}
+
+static uint64_t complete_count(const struct sampler_stats *st)
+{
+	return st->ends[REMOTE_END_COMPLETE] + st->ends[REMOTE_END_MAX_FRAMES];
+}
+
+static uint64_t fresh_count(const struct sampler_stats *st)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i <= REMOTE_END_ERROR; i++)
+		n += st->ends[i];
+	return n;
+}
+
+static double mean_fraction(const struct tracer_stats *t)
+{
+	return t->stopped_fraction_threads ?
+		t->stopped_fraction_sum / (double)t->stopped_fraction_threads : 0;
+}
+
+static void add_comments(struct prof_builder *b, const struct cli_session *a, const char *what,
+			 const struct sampler_stats *st)
+{
+	const struct tracer_stats *t = &st->tracer;
+	uint64_t fresh = fresh_count(st);
+	char line[320];
+
+	snprintf(line, sizeof(line), "cprof %s %s -F %u --mode %s --stop %s", PACKAGE_VERSION, what,
+		 a->hz, a->mode == SAMPLER_WALL ? "wall" : "cpu",
+		 a->stop == SAMPLER_STOP_PROCESS ? "process" : "thread");
+	prof_add_comment(b, line);
+	snprintf(line, sizeof(line),
+		 "samples=%llu (stopped=%llu unstopped=%llu reused=%llu) ticks=%llu missed_ticks=%llu threads_seen=%llu",
+		 (unsigned long long)st->samples,
+		 (unsigned long long)(fresh - st->samples_unstopped),
+		 (unsigned long long)st->samples_unstopped,
+		 (unsigned long long)st->samples_reused, (unsigned long long)st->ticks,
+		 (unsigned long long)st->ticks_missed, (unsigned long long)t->threads_seen);
+	prof_add_comment(b, line);
+	snprintf(line, sizeof(line),
+		 "stops=%llu stop_ns p50=%llu p99=%llu max=%llu; stopped fraction of a thread's time max=%.5f mean=%.5f",
+		 (unsigned long long)t->stops,
+		 (unsigned long long)tracer_stop_percentile(t, 50),
+		 (unsigned long long)tracer_stop_percentile(t, 99),
+		 (unsigned long long)t->stop_ns_max, t->stopped_fraction_max, mean_fraction(t));
+	prof_add_comment(b, line);
+	snprintf(line, sizeof(line), "cprof_cpu_ns=%llu (%.2f%% of one CPU)",
+		 (unsigned long long)st->cprof_cpu_ns,
+		 st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0);
+	prof_add_comment(b, line);
+	snprintf(line, sizeof(line),
+		 "unwind complete=%llu truncated=%llu no_info=%llu other=%llu",
+		 (unsigned long long)complete_count(st),
+		 (unsigned long long)st->ends[REMOTE_END_TRUNCATED],
+		 (unsigned long long)st->ends[REMOTE_END_NO_INFO],
+		 (unsigned long long)(fresh - complete_count(st) - st->ends[REMOTE_END_TRUNCATED] -
+				      st->ends[REMOTE_END_NO_INFO]));
+	prof_add_comment(b, line);
+}
+
+static int write_profile(struct sampler *s, const struct cli_session *a, pid_t pid,
+			 const char *what)
+{
+	const struct sampler_stats *st = sampler_get_stats(s);
+	struct prof_export_opts eo = {
+		.hz = a->hz,
+		.value_type = a->mode == SAMPLER_WALL ? "wall" : "cpu",
+		.time_nanos = (int64_t)st->start_realtime_ns,
+		.duration_nanos = (int64_t)st->elapsed_ns,
+		.thread_label = label_of,
+		.arg = s,
+	};
+	struct prof_builder *b = NULL;
+	struct sym_ctx *sym = NULL;
+	int ret;
+
+	ret = sym_create(&sym, sampler_modules(s), 0);
+	if (ret < 0) {
+		/* Addresses alone still make a profile: write it. */
+		cli_error("cannot load symbols for pid %d: %s (the profile keeps raw addresses)",
+			  (int)pid, strerror(-ret));
+		sym = NULL;
+	}
+	ret = prof_export_cpu(sampler_stacks(s), sampler_modules(s), sym, &eo, &b);
+	if (ret < 0) {
+		cli_error("cannot build the profile of pid %d: %s", (int)pid, strerror(-ret));
+		goto out;
+	}
+	add_comments(b, a, what, st);
+	ret = prof_write_file(b, a->output);
+	if (ret < 0)
+		cli_error("cannot write '%s': %s", a->output, strerror(-ret));
+out:
+	if (b)
+		prof_builder_destroy(b);
+	if (sym)
+		sym_destroy(sym);
+	return ret;
+}
+
+static void print_summary(const struct cli_session *a, const struct sampler_stats *st)
+{
+	const struct tracer_stats *t = &st->tracer;
+
+	fprintf(stderr,
+		"cprof: wrote %s: %llu samples (%llu truncated) from %llu threads in %.2f s%s; "
+		"stops p50 %.1f us, p99 %.1f us, max %.1f us; a thread spent at most %.3f%% of "
+		"its time stopped (mean %.3f%%); cprof used %.1f%% of a CPU\n",
+		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
+		(unsigned long long)st->samples, (unsigned long long)st->ends[REMOTE_END_TRUNCATED],
+		(unsigned long long)t->threads_seen, (double)st->elapsed_ns / 1e9,
+		st->target_exited ? " (the process exited)" : "",
+		(double)tracer_stop_percentile(t, 50) / 1e3,
+		(double)tracer_stop_percentile(t, 99) / 1e3, (double)t->stop_ns_max / 1e3,
+		100 * t->stopped_fraction_max, 100 * mean_fraction(t),
+		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0);
+}
+
+static void print_json(const struct cli_session *a, pid_t pid, const struct sampler_stats *st)
+{
+	const struct tracer_stats *t = &st->tracer;
+	uint64_t fresh = fresh_count(st);
+
+	printf("{\"pid\": %d, \"mode\": \"%s\", \"stop\": \"%s\", \"hz\": %u, \"output\": ",
+	       (int)pid, a->mode == SAMPLER_WALL ? "wall" : "cpu",
+	       a->stop == SAMPLER_STOP_PROCESS ? "process" : "thread", a->hz);
+	cli_json_string(stdout, a->output);
+	printf(", \"elapsed_ns\": %llu, \"samples\": %llu, \"samples_stopped\": %llu, "
+	       "\"samples_unstopped\": %llu, \"samples_reused\": %llu, \"value_ns\": %llu, "
+	       "\"ticks\": %llu, \"ticks_missed\": %llu, \"threads_seen\": %llu, "
+	       "\"stops\": %llu, \"stop_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, "
+	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
+	       "\"cprof_cpu_ns\": %llu, \"unwind\": {\"complete\": %llu, \"truncated\": %llu, "
+	       "\"no_info\": %llu, \"other\": %llu}, \"signals_reinjected\": %llu, "
+	       "\"target_exited\": %s}\n",
+	       (unsigned long long)st->elapsed_ns, (unsigned long long)st->samples,
+	       (unsigned long long)(fresh - st->samples_unstopped),
+	       (unsigned long long)st->samples_unstopped, (unsigned long long)st->samples_reused,
+	       (unsigned long long)st->value_ns, (unsigned long long)st->ticks,
+	       (unsigned long long)st->ticks_missed, (unsigned long long)t->threads_seen,
+	       (unsigned long long)t->stops, (unsigned long long)tracer_stop_percentile(t, 50),
+	       (unsigned long long)tracer_stop_percentile(t, 99),
+	       (unsigned long long)t->stop_ns_max, (unsigned long long)t->stop_ns_total,
+	       t->stopped_fraction_max, mean_fraction(t), (unsigned long long)st->cprof_cpu_ns,
+	       (unsigned long long)complete_count(st),
+	       (unsigned long long)st->ends[REMOTE_END_TRUNCATED],
+	       (unsigned long long)st->ends[REMOTE_END_NO_INFO],
+	       (unsigned long long)(fresh - complete_count(st) - st->ends[REMOTE_END_TRUNCATED] -
+				    st->ends[REMOTE_END_NO_INFO]),
+	       (unsigned long long)t->signals_reinjected, st->target_exited ? "true" : "false");
+}
+
+int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
+		    void (*after_attach)(void *), void *arg, struct sampler_stats *final)
+{
+	struct sampler_opts so = {
+		.pid = pid,
+		.hz = a->hz,
+		.duration_ns = a->duration_ns,
+		.stack_size = a->stack_size,
+		.mode = a->mode,
+		.stop = a->stop,
+		.after_attach = after_attach,
+		.after_attach_arg = arg,
+	};
+	struct sampler *s = NULL;
+	char why[256];
+	int code = CPROF_EXIT_OK, ret;
+
+	ret = sampler_create(&s, &so);
+	if (ret < 0) {
+		cli_error("cannot set up sampling of pid %d: %s", (int)pid, strerror(-ret));
+		return CPROF_EXIT_FATAL;
+	}
+	ret = sampler_session(s);
+	if (final)
+		*final = *sampler_get_stats(s);
+	if (ret < 0 && !sampler_get_stats(s)->attached) {
+		if (!cli_attach_obstacle(pid, ret, why, sizeof(why)))
+			snprintf(why, sizeof(why), "%s", strerror(-ret));
+		cli_error("cannot attach to pid %d: %s", (int)pid, why);
+		sampler_destroy(s);
+		return CPROF_EXIT_FATAL;
+	}
+	if (ret < 0) {
+		/* What was collected is still written below. */
+		cli_error("sampling pid %d stopped early: %s", (int)pid, strerror(-ret));
+		code = CPROF_EXIT_PARTIAL;
+	}
+	if (write_profile(s, a, pid, what) < 0) {
+		code = CPROF_EXIT_FATAL;
+	} else {
+		if (!a->quiet)
+			print_summary(a, sampler_get_stats(s));
+		if (a->json)
+			print_json(a, pid, sampler_get_stats(s));
+	}
+	sampler_destroy(s);
+	return code;
+}
