@@ -1,0 +1,742 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libcprof-inproc.so: an in-process SIGPROF sampler loaded with LD_PRELOAD,
+ * the classic design (gperftools, Go's runtime/pprof), kept as the baseline
+ * that cprof's stop-the-world ptrace sampling is measured against.
+ *
+ * Contract (cprof record --inproc depends on it):
+ *   CPROF_INPROC_OUTPUT  profile path; unset = the library does nothing
+ *   CPROF_INPROC_HZ      samples per second per thread, 1..1000 (default 100)
+ *   CPROF_INPROC_MODE    cpu (default): per-thread CPU-time timers;
+ *                        wall: per-thread CLOCK_MONOTONIC timers
+ * The constructor removes these three variables and this library's entry in
+ * LD_PRELOAD, so programs the target execs are not profiled; a forked child
+ * stops profiling too.  Every thread started through pthread_create gets a
+ * timer of its own (timer_create, SIGEV_THREAD_ID, SIGPROF).  The handler
+ * unwinds with libunwind's local unwinder and stores the pcs in a lock-free
+ * ring; a background thread drains the ring into prof_stacks.  At exit (an
+ * atexit handler, and the destructor as a fallback) the timers stop and the
+ * symbolized profile is written in the format of cprof attach.
+ *
+ * Limits, inherent to sampling from inside:
+ *  - The target's own SIGPROF use conflicts: a handler it installs replaces
+ *    ours (and one it reset to SIG_DFL would let the next tick kill it), and
+ *    its setitimer(ITIMER_PROF) ticks land in our handler.  We do not chain.
+ *  - _exit, a fatal signal or a successful exec* end the process without
+ *    running exit handlers: the profile is lost.
+ *  - Threads created before the constructor ran, or not through
+ *    pthread_create (raw clone), are not sampled.
+ *  - wall mode interrupts sleeping threads: calls the kernel does not restart
+ *    under SA_RESTART (nanosleep, poll, epoll_wait, select, ...) return
+ *    EINTR, so a program that does not retry them behaves differently.
+ *  - A sample taken while the thread holds the dynamic loader's lock or is
+ *    inside libunwind's own cache update is still safe (libunwind blocks
+ *    signals around its locks) but may be truncated.
+ */
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "profile/export.h"
+#include "profile/profile.h"
+#include "profile/stacks.h"
+#include "symbolize/maps.h"
+#include "symbolize/module.h"
+#include "symbolize/symbolize.h"
+
+#ifndef sigev_notify_thread_id
+#define sigev_notify_thread_id _sigev_un._tid
+#endif
+
+#define INPROC_PUBLIC __attribute__((visibility("default")))
+#define INPROC_TLS __thread __attribute__((tls_model("initial-exec")))
+
+#define INPROC_DEFAULT_HZ 100
+#define INPROC_MAX_HZ 1000
+#define INPROC_MAX_FRAMES 128
+/* The drain thread empties the ring every INPROC_DRAIN_MS; the ring holds
+ * about a second of 8 threads at 1000 Hz, so only a drain thread starved
+ * for that long (or far more threads) drops samples. */
+#define INPROC_RING_SLOTS 8192u
+#define INPROC_DRAIN_MS 50
+
+enum inproc_mode { INPROC_CPU, INPROC_WALL };
+
+/* One sample, written by the signal handler of exactly one thread. */
+struct inproc_record {
+	uint64_t seq;		/* ring index + 1 once complete (release/acquire) */
+	uint32_t key;		/* thread table key; 0 = a thread we did not register */
+	uint32_t tid;
+	uint32_t periods;	/* timer expirations it stands for: 1 + overrun */
+	uint32_t n;
+	uint64_t exact[INPROC_MAX_FRAMES / 64];	/* bit i: pcs[i] is an exact pc */
+	uint64_t pcs[INPROC_MAX_FRAMES];
+};
+
+struct inproc_thread {
+	pid_t tid;
+	bool alive;
+	bool has_timer;
+	timer_t timer;
+	char name[16];
+};
+
+/* Settings, fixed by the constructor. */
+static bool inproc_active;
+static enum inproc_mode inproc_mode;
+static unsigned inproc_hz;
+static int64_t inproc_interval_ns;
+static char inproc_output[PATH_MAX];
+
+/* Sampling state shared with the signal handler: atomics only. */
+static int inproc_running;		/* handler records samples */
+static struct inproc_record *inproc_ring;
+static uint64_t inproc_head;		/* next index to reserve */
+static uint64_t inproc_tail;		/* next index to drain */
+static uint64_t inproc_dropped;		/* ring full */
+static INPROC_TLS uint32_t inproc_self_key;
+
+/* Thread table: key - 1 indexes it.  Never touched by the handler. */
+static pthread_mutex_t inproc_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct inproc_thread *inproc_threads;
+static size_t inproc_n_threads, inproc_cap_threads;
+static bool inproc_timers_stopped;	/* under inproc_threads_lock */
+
+/* Aggregation: owned by the drain thread, then by inproc_finish after the
+ * drain thread is joined. */
+static struct prof_stacks *inproc_stacks;
+static struct sym_modtab *inproc_mods;
+static struct sym_maps inproc_maps;
+static uint64_t inproc_samples;
+static uint64_t inproc_lost;		/* could not be aggregated (ENOMEM) */
+static int64_t inproc_start_realtime_ns, inproc_start_mono_ns;
+
+static pthread_t inproc_drainer;
+static bool inproc_have_drainer;
+static pthread_mutex_t inproc_drain_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t inproc_drain_cond;
+static bool inproc_drain_stop;		/* under inproc_drain_lock */
+
+static int inproc_finished;		/* inproc_finish ran (atomic) */
+
+typedef int (*inproc_create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static inproc_create_fn inproc_real_create;
+
+static pid_t inproc_gettid(void)
+{
+	return (pid_t)syscall(SYS_gettid);
+}
+
+static int64_t inproc_now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- the signal handler -------------------------------------------------- */
+
+/*
+ * Async-signal-safe: atomics, libunwind's local unwinder (signal-safe by
+ * design: it blocks signals around its caches) and stores into the
+ * preallocated ring.  The ucontext is the interrupted code's, so the first
+ * frame is the interrupted pc, not this handler.
+ */
+static void inproc_on_sigprof(int sig, siginfo_t *si, void *uc)
+{
+	int saved_errno = errno;
+	struct inproc_record *r;
+	unw_cursor_t cursor;
+	uint64_t head, idx;
+	uint32_t n = 0;
+	bool next_exact = true;
+
+	if (!__atomic_load_n(&inproc_running, __ATOMIC_RELAXED))
+		goto out;
+	head = __atomic_load_n(&inproc_head, __ATOMIC_RELAXED);
+	do {
+		if (head - __atomic_load_n(&inproc_tail, __ATOMIC_ACQUIRE) >= INPROC_RING_SLOTS) {
+			__atomic_add_fetch(&inproc_dropped, 1, __ATOMIC_RELAXED);
+			goto out;
+		}
+	} while (!__atomic_compare_exchange_n(&inproc_head, &head, head + 1, true,
+					      __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
+	idx = head;
+	r = &inproc_ring[idx % INPROC_RING_SLOTS];
+	r->key = inproc_self_key;
+	r->tid = (uint32_t)inproc_gettid();
+	/* Expirations the kernel merged into this signal (a CPU timer is
+	 * checked at the scheduler tick, so 1000 Hz on a 250 Hz kernel merges
+	 * them): the sample stands for all of them. */
+	r->periods = 1;
+	if (si && si->si_code == SI_TIMER && si->si_overrun > 0)
+		r->periods += (uint32_t)si->si_overrun;
+	r->exact[0] = r->exact[1] = 0;
+	if (uc && unw_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
+		do {
+			unw_word_t ip;
+
+			if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || !ip)
+				break;
+			r->pcs[n] = ip;
+			if (next_exact)
+				r->exact[n / 64] |= 1ull << (n % 64);
+			/* Past a signal trampoline the next frame was
+			 * interrupted, not called: its pc is exact. */
+			next_exact = unw_is_signal_frame(&cursor) > 0;
+			n++;
+		} while (n < INPROC_MAX_FRAMES && unw_step(&cursor) > 0);
+	}
+	r->n = n;
+	__atomic_store_n(&r->seq, idx + 1, __ATOMIC_RELEASE);
+out:
+	errno = saved_errno;
+}
+
+/* ---- threads and timers --------------------------------------------------- */
+
+/* Registers the calling thread and arms its timer.  Not in a signal handler. */
+static void inproc_thread_begin(void)
+{
+	struct sigevent sev;
+	struct itimerspec its;
+	struct inproc_thread *t;
+	clockid_t clk = inproc_mode == INPROC_WALL ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
+	timer_t timer;
+	uint32_t key;
+
+	pthread_mutex_lock(&inproc_threads_lock);
+	if (inproc_timers_stopped)
+		goto out;
+	if (inproc_n_threads == inproc_cap_threads) {
+		size_t cap = inproc_cap_threads ? inproc_cap_threads * 2 : 64;
+		struct inproc_thread *nv = realloc(inproc_threads, cap * sizeof(*nv));
+
+		if (!nv)
+			goto out;
+		inproc_threads = nv;
+		inproc_cap_threads = cap;
+	}
+	t = &inproc_threads[inproc_n_threads];
+	*t = (struct inproc_thread){ .tid = inproc_gettid(), .alive = true };
+	prctl(PR_GET_NAME, t->name, 0, 0, 0);
+	key = (uint32_t)++inproc_n_threads;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGPROF;
+	sev.sigev_notify_thread_id = t->tid;
+	if (timer_create(clk, &sev, &timer) < 0)
+		goto out;	/* the thread is named but never sampled */
+	/* Before the timer can fire, so every sample carries its key. */
+	inproc_self_key = key;
+	its.it_interval.tv_sec = inproc_interval_ns / 1000000000;
+	its.it_interval.tv_nsec = inproc_interval_ns % 1000000000;
+	its.it_value = its.it_interval;
+	if (timer_settime(timer, 0, &its, NULL) < 0) {
+		timer_delete(timer);
+		goto out;
+	}
+	t->timer = timer;
+	t->has_timer = true;
+out:
+	pthread_mutex_unlock(&inproc_threads_lock);
+}
+
+/* The calling thread ends: its timer goes, and its name is read now, after
+ * whatever renaming it did while it ran. */
+static void inproc_thread_end(void *unused)
+{
+	struct inproc_thread *t;
+
+	if (!inproc_self_key)
+		return;
+	pthread_mutex_lock(&inproc_threads_lock);
+	t = &inproc_threads[inproc_self_key - 1];
+	if (t->has_timer) {
+		timer_delete(t->timer);
+		t->has_timer = false;
+	}
+	prctl(PR_GET_NAME, t->name, 0, 0, 0);
+	t->alive = false;
+	pthread_mutex_unlock(&inproc_threads_lock);
+	inproc_self_key = 0;
+}
+
+struct inproc_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *inproc_thread_main(void *p)
+{
+	struct inproc_start s = *(struct inproc_start *)p;
+	void *ret;
+
+	free(p);
+	inproc_thread_begin();
+	/* The cleanup handler covers pthread_exit and cancellation too. */
+	pthread_cleanup_push(inproc_thread_end, NULL);
+	ret = s.fn(s.arg);
+	pthread_cleanup_pop(1);
+	return ret;
+}
+
+static inproc_create_fn inproc_resolve_create(void)
+{
+	inproc_create_fn fn = __atomic_load_n(&inproc_real_create, __ATOMIC_ACQUIRE);
+
+	if (!fn) {
+		/* Another library's constructor may create threads before ours
+		 * runs: resolve on first use; a second resolution is harmless. */
+		fn = (inproc_create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		__atomic_store_n(&inproc_real_create, fn, __ATOMIC_RELEASE);
+	}
+	return fn;
+}
+
+INPROC_PUBLIC int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+				 void *(*start)(void *), void *arg)
+{
+	inproc_create_fn real = inproc_resolve_create();
+	struct inproc_start *s;
+	int ret;
+
+	if (!real)
+		return EAGAIN;
+	if (!__atomic_load_n(&inproc_running, __ATOMIC_ACQUIRE))
+		return real(thread, attr, start, arg);
+	s = malloc(sizeof(*s));
+	if (!s)
+		return EAGAIN;
+	s->fn = start;
+	s->arg = arg;
+	ret = real(thread, attr, inproc_thread_main, s);
+	if (ret)
+		free(s);
+	return ret;
+}
+
+/* ---- draining the ring ------------------------------------------------------ */
+
+/* Module ids for a sample's pcs; re-reads the maps once per drain when a pc
+ * is in no known module (a library dlopen'ed since the last read). */
+static void inproc_frames_of(const struct inproc_record *r, struct prof_frame *f,
+			     bool *maps_fresh)
+{
+	uint32_t i;
+
+	for (i = 0; i < r->n; i++) {
+		const struct sym_module *m = sym_modtab_lookup(inproc_mods, r->pcs[i]);
+
+		if (!m && !*maps_fresh) {
+			*maps_fresh = true;
+			if (sym_maps_read(getpid(), &inproc_maps) == 0)
+				sym_modtab_update(inproc_mods, &inproc_maps);
+			m = sym_modtab_lookup(inproc_mods, r->pcs[i]);
+		}
+		f[i] = (struct prof_frame){
+			.addr = r->pcs[i],
+			.module = m ? m->id : 0,
+			.flags = (r->exact[i / 64] >> (i % 64)) & 1 ? PROF_FRAME_EXACT : 0,
+		};
+	}
+}
+
+/* Single consumer: the drain thread, or inproc_finish once it is joined. */
+static void inproc_drain(void)
+{
+	struct prof_frame frames[INPROC_MAX_FRAMES];
+	uint64_t tail = __atomic_load_n(&inproc_tail, __ATOMIC_RELAXED);
+	bool maps_fresh = false;
+
+	for (;;) {
+		struct inproc_record *r = &inproc_ring[tail % INPROC_RING_SLOTS];
+		int64_t values[2];
+		uint32_t key;
+
+		/* A slot reserved but not yet complete (its handler is still
+		 * unwinding) ends this round; the next one takes it. */
+		if (__atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) != tail + 1)
+			break;
+		inproc_frames_of(r, frames, &maps_fresh);
+		/* Thread key 0 is reserved by prof_stacks users for "none";
+		 * samples of unregistered threads get the tid's high bit. */
+		key = r->key ? r->key : (r->tid | 0x80000000u);
+		values[0] = 1;
+		values[1] = (int64_t)r->periods * inproc_interval_ns;
+		if (prof_stacks_add(inproc_stacks, key, frames, r->n, values) < 0)
+			inproc_lost++;
+		else
+			inproc_samples++;
+		tail++;
+		__atomic_store_n(&inproc_tail, tail, __ATOMIC_RELEASE);
+	}
+}
+
+static void *inproc_drain_main(void *unused)
+{
+	struct timespec until;
+	sigset_t all;
+
+	/* Never sampled and never interrupted by the target's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	prctl(PR_SET_NAME, "cprof-inproc", 0, 0, 0);
+	pthread_mutex_lock(&inproc_drain_lock);
+	while (!inproc_drain_stop) {
+		pthread_mutex_unlock(&inproc_drain_lock);
+		inproc_drain();
+		pthread_mutex_lock(&inproc_drain_lock);
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_nsec += INPROC_DRAIN_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		if (!inproc_drain_stop)
+			pthread_cond_timedwait(&inproc_drain_cond, &inproc_drain_lock, &until);
+	}
+	pthread_mutex_unlock(&inproc_drain_lock);
+	return NULL;
+}
+
+/* ---- the profile ---------------------------------------------------------- */
+
+static int inproc_label(uint32_t key, pid_t *tid, const char **name, void *arg)
+{
+	/* A thread that ends meanwhile renames its entry: copy under the lock;
+	 * the builder interns the name before the next call. */
+	static char copy[16];
+	int ret = 0;
+
+	if (key & 0x80000000u) {
+		*tid = (pid_t)(key & 0x7fffffffu);
+		*name = NULL;
+		return 0;
+	}
+	pthread_mutex_lock(&inproc_threads_lock);
+	if (!key || key > inproc_n_threads) {
+		ret = -ENOENT;
+		goto out;
+	}
+	*tid = inproc_threads[key - 1].tid;
+	memcpy(copy, inproc_threads[key - 1].name, sizeof(copy));
+	*name = copy;
+out:
+	pthread_mutex_unlock(&inproc_threads_lock);
+	return ret;
+}
+
+static void inproc_read_comm(struct inproc_thread *t)
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)t->tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, t->name, sizeof(t->name) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	t->name[n] = '\0';
+	if (t->name[n - 1] == '\n')
+		t->name[n - 1] = '\0';
+}
+
+/* Stops every timer and names the live threads as they are named now. */
+static void inproc_stop_timers(void)
+{
+	size_t i;
+
+	__atomic_store_n(&inproc_running, 0, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&inproc_threads_lock);
+	inproc_timers_stopped = true;
+	for (i = 0; i < inproc_n_threads; i++) {
+		struct inproc_thread *t = &inproc_threads[i];
+
+		if (t->has_timer) {
+			timer_delete(t->timer);
+			t->has_timer = false;
+		}
+		if (t->alive)
+			inproc_read_comm(t);
+	}
+	pthread_mutex_unlock(&inproc_threads_lock);
+}
+
+static int inproc_write(void)
+{
+	struct prof_export_opts eo = {
+		.hz = inproc_hz,
+		.time_nanos = inproc_start_realtime_ns,
+		.duration_nanos = inproc_now_ns(CLOCK_MONOTONIC) - inproc_start_mono_ns,
+		.thread_label = inproc_label,
+	};
+	struct prof_builder *b = NULL;
+	struct sym_ctx *sym = NULL;
+	char line[160];
+	int ret;
+
+	if (sym_maps_read(getpid(), &inproc_maps) == 0)
+		sym_modtab_update(inproc_mods, &inproc_maps);
+	/* Without symbols the addresses still make a profile. */
+	if (sym_create(&sym, inproc_mods, 0) < 0)
+		sym = NULL;
+	ret = prof_export_cpu(inproc_stacks, inproc_mods, sym, &eo, &b);
+	if (ret < 0)
+		goto out_sym;
+	snprintf(line, sizeof(line), "cprof inproc HZ=%u mode=%s", inproc_hz,
+		 inproc_mode == INPROC_WALL ? "wall" : "cpu");
+	prof_add_comment(b, line);
+	snprintf(line, sizeof(line), "samples=%llu dropped=%llu",
+		 (unsigned long long)inproc_samples,
+		 (unsigned long long)(__atomic_load_n(&inproc_dropped, __ATOMIC_RELAXED) +
+				      inproc_lost));
+	prof_add_comment(b, line);
+	/* prof_export has only the CPU sample types so far. */
+	if (inproc_mode == INPROC_WALL)
+		prof_add_comment(b, "wall mode: the cpu/nanoseconds values are wall-clock "
+				    "nanoseconds (every thread sampled whether running or not)");
+	ret = prof_write_file(b, inproc_output);
+	prof_builder_destroy(b);
+out_sym:
+	if (sym)
+		sym_destroy(sym);
+	return ret;
+}
+
+/* At exit: stop sampling, drain, write.  Runs once, whichever hook is first. */
+static void inproc_finish(void)
+{
+	int ret;
+
+	if (!inproc_active || __atomic_exchange_n(&inproc_finished, 1, __ATOMIC_ACQ_REL))
+		return;
+	inproc_stop_timers();
+	if (inproc_have_drainer) {
+		pthread_mutex_lock(&inproc_drain_lock);
+		inproc_drain_stop = true;
+		pthread_cond_signal(&inproc_drain_cond);
+		pthread_mutex_unlock(&inproc_drain_lock);
+		pthread_join(inproc_drainer, NULL);
+		inproc_have_drainer = false;
+	}
+	if (!inproc_mods || !inproc_stacks) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	inproc_drain();
+	ret = inproc_write();
+out:
+	if (ret < 0)
+		fprintf(stderr, "cprof-inproc: cannot write '%s': %s\n", inproc_output,
+			strerror(-ret));
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+/* Removes this library from LD_PRELOAD (a list separated by ':' or ' '),
+ * recognised by path or by the file it names. */
+static void inproc_unpreload(void)
+{
+	const char *env = getenv("LD_PRELOAD");
+	struct stat self_st, st;
+	Dl_info self;
+	char *copy, *tok, *save = NULL, *out;
+	bool have_self_st;
+	size_t len = 0;
+
+	if (!env)
+		return;
+	if (!dladdr((void *)inproc_unpreload, &self) || !self.dli_fname)
+		return;
+	have_self_st = stat(self.dli_fname, &self_st) == 0;
+	copy = strdup(env);
+	out = calloc(1, strlen(env) + 1);
+	if (!copy || !out)
+		goto out_free;
+	for (tok = strtok_r(copy, ": ", &save); tok; tok = strtok_r(NULL, ": ", &save)) {
+		if (strcmp(tok, self.dli_fname) == 0 ||
+		    (have_self_st && stat(tok, &st) == 0 && st.st_dev == self_st.st_dev &&
+		     st.st_ino == self_st.st_ino))
+			continue;
+		if (len)
+			out[len++] = ':';
+		memcpy(out + len, tok, strlen(tok));
+		len += strlen(tok);
+	}
+	if (len)
+		setenv("LD_PRELOAD", out, 1);
+	else
+		unsetenv("LD_PRELOAD");
+out_free:
+	free(copy);
+	free(out);
+}
+
+/* Reads the settings; returns false (with a message) when they are unusable. */
+static bool inproc_configure(const char *output)
+{
+	const char *hz = getenv("CPROF_INPROC_HZ");
+	const char *mode = getenv("CPROF_INPROC_MODE");
+	char *end;
+	long v;
+
+	if (!*output) {
+		fprintf(stderr, "cprof-inproc: CPROF_INPROC_OUTPUT is empty: not profiling\n");
+		return false;
+	}
+	/* The target may chdir before it exits. */
+	if (output[0] == '/' || !getcwd(inproc_output, sizeof(inproc_output)))
+		inproc_output[0] = '\0';
+	if (inproc_output[0] && strcmp(inproc_output, "/") != 0)
+		strncat(inproc_output, "/", sizeof(inproc_output) - strlen(inproc_output) - 1);
+	if (strlen(inproc_output) + strlen(output) >= sizeof(inproc_output)) {
+		fprintf(stderr, "cprof-inproc: cannot write '%s': %s\n", output,
+			strerror(ENAMETOOLONG));
+		return false;
+	}
+	strcat(inproc_output, output);
+
+	inproc_hz = INPROC_DEFAULT_HZ;
+	if (hz) {
+		errno = 0;
+		v = strtol(hz, &end, 10);
+		if (errno || end == hz || *end || v < 1 || v > INPROC_MAX_HZ) {
+			fprintf(stderr, "cprof-inproc: invalid CPROF_INPROC_HZ '%s': must be 1..%d; "
+					"not profiling\n", hz, INPROC_MAX_HZ);
+			return false;
+		}
+		inproc_hz = (unsigned)v;
+	}
+	inproc_interval_ns = 1000000000 / (int64_t)inproc_hz;
+	inproc_mode = INPROC_CPU;
+	if (mode && strcmp(mode, "wall") == 0) {
+		inproc_mode = INPROC_WALL;
+	} else if (mode && strcmp(mode, "cpu") != 0) {
+		fprintf(stderr, "cprof-inproc: invalid CPROF_INPROC_MODE '%s': must be cpu or wall; "
+				"not profiling\n", mode);
+		return false;
+	}
+	return true;
+}
+
+/* In a child made by fork: the profile belongs to the parent. */
+static void inproc_atfork_child(void)
+{
+	__atomic_store_n(&inproc_running, 0, __ATOMIC_RELAXED);
+	inproc_active = false;
+	inproc_have_drainer = false;
+	/* The other threads' locks may be held forever here: this thread must
+	 * not take inproc_threads_lock when it ends. */
+	inproc_self_key = 0;
+}
+
+static int inproc_setup(void)
+{
+	struct sigaction sa;
+	pthread_condattr_t ca;
+	void *ring;
+	int ret;
+
+	ring = mmap(NULL, INPROC_RING_SLOTS * sizeof(struct inproc_record),
+		    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (ring == MAP_FAILED)
+		return -errno;
+	inproc_ring = ring;
+	ret = prof_stacks_create(&inproc_stacks, 2);
+	if (ret < 0)
+		return ret;
+	ret = sym_modtab_create(&inproc_mods, getpid());
+	if (ret < 0)
+		return ret;
+	if (sym_maps_read(getpid(), &inproc_maps) == 0)
+		sym_modtab_update(inproc_mods, &inproc_maps);
+	if (!inproc_resolve_create())
+		return -ENOSYS;
+
+	/* libunwind sets up its caches and reads the unwind tables of the
+	 * loaded objects on first use: do that here, not in the first signal. */
+	{
+		void *warm[8];
+
+		unw_backtrace(warm, 8);
+	}
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&inproc_drain_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	ret = -inproc_real_create(&inproc_drainer, NULL, inproc_drain_main, NULL);
+	if (ret < 0)
+		return ret;
+	inproc_have_drainer = true;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = inproc_on_sigprof;
+	sa.sa_flags = SA_RESTART | SA_SIGINFO;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGPROF, &sa, NULL) < 0)
+		return -errno;
+	pthread_atfork(NULL, NULL, inproc_atfork_child);
+	atexit(inproc_finish);
+
+	inproc_start_realtime_ns = inproc_now_ns(CLOCK_REALTIME);
+	inproc_start_mono_ns = inproc_now_ns(CLOCK_MONOTONIC);
+	__atomic_store_n(&inproc_running, 1, __ATOMIC_RELEASE);
+	inproc_thread_begin();
+	return 0;
+}
+
+__attribute__((constructor)) static void inproc_init(void)
+{
+	const char *output = getenv("CPROF_INPROC_OUTPUT");
+	bool ok;
+	int ret;
+
+	if (!output)
+		return;
+	ok = inproc_configure(output);
+	unsetenv("CPROF_INPROC_OUTPUT");
+	unsetenv("CPROF_INPROC_HZ");
+	unsetenv("CPROF_INPROC_MODE");
+	inproc_unpreload();
+	if (!ok)
+		return;
+	inproc_active = true;
+	ret = inproc_setup();
+	if (ret < 0) {
+		fprintf(stderr, "cprof-inproc: cannot start sampling: %s\n", strerror(-ret));
+		__atomic_store_n(&inproc_running, 0, __ATOMIC_RELEASE);
+		inproc_active = false;
+	}
+}
+
+__attribute__((destructor)) static void inproc_fini(void)
+{
+	inproc_finish();
+}
