@@ -52,6 +52,8 @@ struct sampler {
 	size_t n_snaps, cap_snaps;
 	struct snap blocked;	/* wall: a blocked thread's copy */
 	struct prof_frame *frames;
+	struct tracer_thread **pick;	/* this tick's threads to stop */
+	size_t cap_pick;
 	struct label *labels;
 	size_t n_labels, cap_labels;
 	uint64_t maps_read_ns;
@@ -407,9 +409,16 @@ static int tick(struct sampler *s)
 	struct tracer_thread **pick;
 	int r = 0;
 
-	pick = malloc((n ? n : 1) * sizeof(*pick));
-	if (!pick)
-		return -ENOMEM;
+	/* Grown with the thread count, never freed per tick: the hot path
+	 * allocates nothing once the process stops growing. */
+	if (n > s->cap_pick) {
+		pick = realloc(s->pick, n * sizeof(*pick));
+		if (!pick)
+			return -ENOMEM;
+		s->pick = pick;
+		s->cap_pick = n;
+	}
+	pick = s->pick;
 	/* Choose first, then stop: the list may change while we wait. */
 	for (i = 0; i < n; i++) {
 		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
@@ -435,7 +444,6 @@ static int tick(struct sampler *s)
 				break;
 		}
 	}
-	free(pick);
 	if (r < 0)
 		return r;
 	return process_snaps(s);
@@ -491,6 +499,7 @@ void sampler_destroy(struct sampler *s)
 		snap_fini(&s->snaps[i]);
 	snap_fini(&s->blocked);
 	free(s->snaps);
+	free(s->pick);
 	free(s->frames);
 	free(s->labels);
 	free(s);
