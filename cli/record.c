@@ -243,6 +243,38 @@ static int record_inproc(const struct cli_session *a, char **argv)
 	return code;
 }
 
+/*
+ * Whether execvp would find cmd: checked before anything starts, so that a
+ * typo costs no profile of cprof's own child.  Returns 0 or -errno.
+ */
+static int command_runnable(const char *cmd)
+{
+	const char *path = getenv("PATH"), *p, *end;
+	char buf[PATH_MAX];
+	int err = -ENOENT;
+
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) == 0 ? 0 : -errno;
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	for (p = path; ; p = end + 1) {
+		size_t len;
+
+		end = strchr(p, ':');
+		len = end ? (size_t)(end - p) : strlen(p);
+		if (len + strlen(cmd) + 2 <= sizeof(buf)) {
+			snprintf(buf, sizeof(buf), "%.*s/%s", (int)len, len ? p : ".", cmd);
+			if (access(buf, X_OK) == 0)
+				return 0;
+			if (errno == EACCES)
+				err = -EACCES;
+		}
+		if (!end)
+			break;
+	}
+	return err;
+}
+
 static int record_ptrace(const struct cli_session *a, char **argv)
 {
 	struct sampler_stats final;
@@ -277,6 +309,9 @@ static int record_ptrace(const struct cli_session *a, char **argv)
 		}
 	}
 	if (e) {
+		/* What was profiled is cprof's own child failing to exec. */
+		if (strcmp(a->output, "-") != 0)
+			unlink(a->output);
 		cli_error("cannot run '%s': %s", argv[0], strerror(e));
 		return 127;
 	}
@@ -346,6 +381,11 @@ int cmd_record(int argc, char **argv)
 	code = cli_session_finish_args(&a, "record", 0);
 	if (code >= 0)
 		return code;
+	ret = command_runnable(argv[optind]);
+	if (ret < 0) {
+		cli_error("cannot run '%s': %s", argv[optind], strerror(-ret));
+		return 127;
+	}
 	ret = cli_check_output(a.output);
 	if (ret < 0) {
 		cli_error("cannot write '%s': %s", a.output, strerror(-ret));
