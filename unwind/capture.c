@@ -75,7 +75,7 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	ct = thread_of(x, th->tid, &i);
 	if (!ct)
 		return false;
-	ret = snap_capture(&ct->snap, x->c->pid, th->tid, &x->c->maps);
+	ret = snap_capture(&ct->snap, x->c->pid, th->tid, &th->regs, &x->c->maps);
 	if (ret < 0) {
 		ct->how = CAPTURE_NONE;
 		ct->err = ret;
@@ -298,11 +298,11 @@ static void *capture_main(void *arg)
 	struct cap_ctx *x = arg;
 	struct tracer_stats ts;
 
+	tracer_boost_thread();
 	x->ret = tracer_attach(&x->t, x->c->pid, &cap_ops, x);
 	if (x->ret < 0)
 		return NULL;
 	x->c->attached = true;
-	tracer_set_spin(x->t, 1000000);
 	read_blocked(x);
 	stop_phase(x);
 	tracer_release(x->t, &ts);

@@ -58,16 +58,16 @@ static int copy_stack(struct snap *s, pid_t pid, const struct sym_maps *maps)
 	return r < 0 ? -errno : 0;
 }
 
-int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct sym_maps *maps)
+int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_struct *regs,
+		 const struct sym_maps *maps)
 {
-	struct iovec liov = { .iov_base = &s->regs, .iov_len = sizeof(s->regs) };
-
 	s->tid = tid;
 	s->stack_len = 0;
 	s->stack_short = false;
 	s->regs_partial = false;
-	if (ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &liov) < 0)
-		return -errno;
+	if (!regs->rsp && !regs->rip)
+		return -ESRCH;	/* the tracer could not read them: the thread died */
+	s->regs = *regs;
 	/* An unreadable stack still leaves the pc: not an error. */
 	copy_stack(s, pid, maps);
 	return 0;

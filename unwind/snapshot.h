@@ -34,14 +34,15 @@ int snap_init(struct snap *s, size_t cap);
 void snap_fini(struct snap *s);
 
 /*
- * Copies the registers and the stack of tid (of process pid), which must be
- * ptrace-stopped by the caller.  The copy runs from SP to the end of the
+ * Copies the registers (regs, as the tracer read them at the stop) and the
+ * stack of tid (of process pid), which must be ptrace-stopped by the caller.  The copy runs from SP to the end of the
  * mapping that maps says holds SP, capped by the capacity; when maps does not
  * know SP, up to the capacity, accepting a short read, and sp_unmapped is set.
  * Returns 0 or -errno (the registers could not be read).  An unreadable
  * stack is not an error: stack_len is then 0.
  */
-int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct sym_maps *maps);
+int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_struct *regs,
+		 const struct sym_maps *maps);
 
 /*
  * The same for a thread that is blocked and NOT stopped: sp and pc come from
