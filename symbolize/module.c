@@ -49,6 +49,7 @@ struct sym_modtab {
 /* One executable file instance found in the maps during an update. */
 struct candidate {
 	const struct sym_map *first_x;	/* first executable mapping */
+	const struct sym_module *mod;	/* the module it became */
 	uint64_t base;
 	uint64_t text_start, text_end, text_offset;
 	bool have_base;
@@ -447,23 +448,43 @@ static int cmp_index(const void *a, const void *b)
 	return 0;
 }
 
-static int rebuild_index(struct sym_modtab *t)
+static const struct sym_map *find_base(const struct sym_maps *maps, size_t i);
+
+/*
+ * The lookup index: one entry per executable mapping, not per module span.
+ * A module's span (text_start..text_end) may cover gaps, and a span kept
+ * from an earlier sighting may cover memory another library now uses
+ * (dlopen/dlclose churn reuses addresses), so only the mappings present in
+ * these maps say which module an address is in.
+ */
+static int rebuild_index(struct sym_modtab *t, const struct sym_maps *maps,
+			 const struct candidate *cands, size_t ncands)
 {
 	struct index_entry *idx;
 	size_t n = 0;
 
-	idx = malloc((t->n != 0 ? t->n : 1) * sizeof(*idx));
+	idx = malloc((maps->n != 0 ? maps->n : 1) * sizeof(*idx));
 	if (idx == NULL)
 		return -ENOMEM;
-	for (size_t i = 0; i < t->n; i++) {
-		const struct sym_module *m = &t->mods[i]->pub;
+	for (size_t i = 0; i < maps->n; i++) {
+		const struct sym_map *m = &maps->v[i];
+		const struct sym_map *b;
+		uint64_t base;
 
-		if (!m->mapped)
+		if (!wanted(m))
 			continue;
-		idx[n].start = m->text_start;
-		idx[n].end = m->text_end;
-		idx[n].mod = m;
-		n++;
+		b = is_vdso(m) ? m : find_base(maps, i);
+		base = b != NULL ? b->start : m->start - m->offset;
+		for (size_t k = 0; k < ncands; k++) {
+			if (cands[k].base == base && same_file(cands[k].first_x, m) &&
+			    cands[k].mod != NULL) {
+				idx[n].start = m->start;
+				idx[n].end = m->end;
+				idx[n].mod = cands[k].mod;
+				n++;
+				break;
+			}
+		}
 	}
 	qsort(idx, n, sizeof(*idx), cmp_index);
 	free(t->index);
@@ -570,11 +591,12 @@ int sym_modtab_update(struct sym_modtab *t, const struct sym_maps *maps)
 		t->mods[i]->pub.mapped = false;
 
 	for (size_t k = 0; k < ncands; k++) {
-		const struct candidate *c = &cands[k];
+		struct candidate *c = &cands[k];
 		struct mod_entry *e = find_entry(t, c->first_x, c->base);
 
 		if (e != NULL) {
 			/* Same file at the same place: the same module again. */
+			c->mod = &e->pub;
 			e->pub.mapped = true;
 			if (c->text_start < e->pub.text_start) {
 				e->pub.text_start = c->text_start;
@@ -587,10 +609,11 @@ int sym_modtab_update(struct sym_modtab *t, const struct sym_maps *maps)
 		ret = add_module(t, c, have_exe ? &exe_st : NULL, exe_path);
 		if (ret < 0)
 			goto free_cands;
+		c->mod = &t->mods[t->n - 1]->pub;
 		added++;
 	}
 
-	ret = rebuild_index(t);
+	ret = rebuild_index(t, maps, cands, ncands);
 	if (ret == 0)
 		ret = added;
 

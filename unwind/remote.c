@@ -444,7 +444,8 @@ err_free:
 void remote_flush(struct remote_unwinder *u)
 {
 	flush_pages(u);
-	memset(u->eh, 0, u->n_eh * sizeof(*u->eh));
+	if (u->n_eh)
+		memset(u->eh, 0, u->n_eh * sizeof(*u->eh));
 	unw_flush_cache(u->as, 0, 0);
 }
 

@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,9 +18,10 @@
 #include "unwind/sampler.h"
 #include "unwind/snapshot.h"
 
-/* Re-read maps for an unknown pc at most this often (JIT code would
- * otherwise make every sample re-read them). */
-#define MAPS_RETRY_NS 250000000ull
+/* Re-read maps at most this often (see needs_maps_retry). */
+#define MAPS_MIN_NS 5000000ull
+/* How long --stop process holds copied threads for the others' stops. */
+#define HOLD_MAX_NS 2000000ull
 /* How long a tick waits for the stops it asked for. */
 #define STOP_WAIT_NS 20000000ull
 
@@ -45,6 +47,9 @@ struct sampler {
 	struct sampler_opts o;
 	struct tracer *tracer;
 	struct sym_maps maps;
+	struct sym_maps stop_maps;	/* read during a stop, for process_snaps */
+	int maps_fd;		/* /proc/PID/maps for PROCMAP_QUERY; -ENOTTY: unsupported */
+	bool stop_maps_valid;
 	struct sym_modtab *mods;
 	struct remote_unwinder *unwinder;
 	struct prof_stacks *stacks;
@@ -52,6 +57,7 @@ struct sampler {
 	size_t n_snaps, cap_snaps;
 	struct snap blocked;	/* wall: a blocked thread's copy */
 	struct prof_frame *frames;
+	struct prof_frame *frames2;	/* a second walk of the same copy */
 	struct tracer_thread **pick;	/* this tick's threads to stop */
 	size_t cap_pick;
 	struct label *labels;
@@ -59,6 +65,7 @@ struct sampler {
 	uint64_t maps_read_ns;
 	uint64_t period_ns;
 	int pending_events;	/* TRACER_EV_* seen while waiting for stops */
+	bool holding;		/* on_stop holds threads (--stop process, gathering) */
 	int session_ret;
 	struct sampler_stats stats;
 };
@@ -151,19 +158,67 @@ static struct snap *next_snap(struct sampler *s)
 	return &s->snaps[s->n_snaps];
 }
 
+/*
+ * Whether the cached maps are wrong about pc, judged while its thread is
+ * stopped: pc in no module and not in a known JIT (anonymous executable)
+ * mapping, or in memory they say is not executable, or — asked of the
+ * kernel where it can answer in one ioctl — in a mapping that is not the
+ * one they remember there (dlopen/dlclose and mmap churn reuse addresses:
+ * without this a library's pcs were named after whatever was there before).
+ */
+static bool pc_unknown(struct sampler *s, uint64_t pc)
+{
+	const struct sym_map *m = sym_maps_find(&s->maps, pc);
+	struct procfs_vma v;
+
+	if (!sym_modtab_lookup(s->mods, pc)) {
+		/* Code runs only from executable memory. */
+		return !m || !(m->perms & SYM_MAP_X) || m->path[0] == '/';
+	}
+	if (s->maps_fd == -ENOTTY)
+		return false;
+	if (s->maps_fd < 0) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->o.pid);
+		s->maps_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (s->maps_fd < 0) {
+			s->maps_fd = -ENOTTY;
+			return false;
+		}
+	}
+	if (procfs_query_vma(s->maps_fd, pc, &v) == -ENOTTY) {
+		close(s->maps_fd);
+		s->maps_fd = -ENOTTY;	/* an older kernel: never ask again */
+		return false;
+	}
+	return !m || v.start != m->start || v.end != m->end || v.inode != m->inode ||
+	       v.offset != m->offset;
+}
+
 static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
 {
 	struct sampler *s = arg;
 	struct samp_thread *st = th->user;
-	bool hold = s->o.stop == SAMPLER_STOP_PROCESS;
+	bool hold = s->holding;
 	struct snap *sn;
 
 	/* A job-control stop uses no CPU: nothing to sample in cpu mode. */
 	if (!st || (group_stopped && s->o.mode == SAMPLER_CPU))
 		return false;
 	sn = next_snap(s);
-	if (!sn || snap_capture(sn, s->o.pid, th->tid, &s->maps) < 0)
+	if (!sn || snap_capture(sn, s->o.pid, th->tid, &th->regs, &s->maps) < 0)
 		return false;
+	if (pc_unknown(s, sn->regs.rip) && sym_maps_read(s->o.pid, &s->stop_maps) == 0) {
+		/* Still stopped: a library mapped for a moment (dlopen and
+		 * dlclose in a loop) is in the maps now and may be gone once
+		 * the thread runs.  Modules are made from this copy later,
+		 * off the stop.  Not rate-limited: it costs one read of maps
+		 * per sample whose pc is in code nobody knows yet (never for
+		 * JIT code in anonymous memory, see pc_unknown). */
+		s->stop_maps_valid = true;
+		s->maps_read_ns = tracer_now_ns();
+	}
 	sn->cpu_ns = st->seen_run_ns - st->sampled_run_ns;
 	sn->key = st->label;
 	st->sampled_run_ns = st->seen_run_ns;
@@ -179,6 +234,12 @@ static void on_exec(struct tracer *t, void *arg)
 	size_t i, n = tracer_thread_count(t);
 
 	sym_modtab_unmap_all(s->mods);
+	/* An open maps file stays bound to the address space it was opened
+	 * on, which exec just replaced. */
+	if (s->maps_fd >= 0) {
+		close(s->maps_fd);
+		s->maps_fd = -1;
+	}
 	refresh_maps(s);
 	/* Stacks kept for reuse belong to the old image. */
 	for (i = 0; i < n; i++) {
@@ -195,29 +256,62 @@ static const struct tracer_ops sampler_ops = {
 	.on_exec = on_exec,
 };
 
+/*
+ * Whether a sample's frames say the cached maps are stale: its SP or a pc
+ * lies in no mapping we know, or in a file mapping we have no module for
+ * (a library mapped since, e.g. libc right after exec), or in memory that
+ * is not executable.  A pc in a known anonymous executable mapping (JIT
+ * code) is no reason: re-reading would find the same.
+ * MAPS_MIN_NS keeps a burst of such samples to one re-read.
+ */
 static bool needs_maps_retry(const struct sampler *s, const struct snap *sn,
 			     const struct prof_frame *f, size_t n)
 {
 	size_t i;
 
+	if (tracer_now_ns() - s->maps_read_ns < MAPS_MIN_NS)
+		return false;
 	if (sn->sp_unmapped)
 		return true;
-	if (tracer_now_ns() - s->maps_read_ns < MAPS_RETRY_NS)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!f[i].module)
+	for (i = 0; i < n; i++) {
+		const struct sym_map *m;
+
+		if (f[i].module)
+			continue;
+		m = sym_maps_find(&s->maps, f[i].addr);
+		if (!m || !(m->perms & SYM_MAP_X) || m->path[0] == '/')
 			return true;
+	}
 	return false;
+}
+
+static size_t unknown_frames(const struct prof_frame *f, size_t n)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += !f[i].module;
+	return k;
 }
 
 static size_t unwind_snap(struct sampler *s, const struct snap *sn, enum remote_end *end)
 {
 	size_t n = remote_unwind(s->unwinder, sn, s->frames, s->o.max_frames, end);
+	enum remote_end end2;
+	size_t n2;
 
-	if (needs_maps_retry(s, sn, s->frames, n) && refresh_maps(s) >= 0) {
-		/* A new library or thread stack since the last read: the copy
-		 * is what it is, re-unwind it with the new modules. */
-		n = remote_unwind(s->unwinder, sn, s->frames, s->o.max_frames, end);
+	if (!needs_maps_retry(s, sn, s->frames, n) || refresh_maps(s) < 0)
+		return n;
+	/* A library or thread stack new since the last read: unwind the copy
+	 * again with the new modules.  But the maps are read after the thread
+	 * resumed, and a library mapped for a moment may be gone from them:
+	 * keep whichever walk knows more frames. */
+	n2 = remote_unwind(s->unwinder, sn, s->frames2, s->o.max_frames, &end2);
+	if (unknown_frames(s->frames2, n2) < unknown_frames(s->frames, n) ||
+	    (unknown_frames(s->frames2, n2) == unknown_frames(s->frames, n) && n2 > n)) {
+		memcpy(s->frames, s->frames2, n2 * sizeof(*s->frames));
+		*end = end2;
+		return n2;
 	}
 	return n;
 }
@@ -275,6 +369,16 @@ static int process_snaps(struct sampler *s)
 {
 	size_t i, n;
 	int ret;
+
+	if (s->stop_maps_valid) {
+		struct sym_maps tmp = s->maps;
+
+		s->maps = s->stop_maps;
+		s->stop_maps = tmp;
+		s->stop_maps_valid = false;
+		sym_modtab_update(s->mods, &s->maps);
+		remote_flush(s->unwinder);
+	}
 
 	for (i = 0; i < s->n_snaps; i++) {
 		struct snap *sn = &s->snaps[i];
@@ -383,9 +487,9 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 /* Waits until no interrupt is outstanding (or STOP_WAIT_NS passed: a thread
  * in uninterruptible sleep stops late, and its stop is then served by the
  * main loop). */
-static int wait_stops(struct sampler *s)
+static int wait_stops_for(struct sampler *s, uint64_t ns)
 {
-	uint64_t deadline = tracer_now_ns() + STOP_WAIT_NS;
+	uint64_t deadline = tracer_now_ns() + ns;
 	int r;
 
 	while (tracer_pending_count(s->tracer) > 0) {
@@ -401,6 +505,11 @@ static int wait_stops(struct sampler *s)
 			break;
 	}
 	return 0;
+}
+
+static int wait_stops(struct sampler *s)
+{
+	return wait_stops_for(s, STOP_WAIT_NS);
 }
 
 static int tick(struct sampler *s)
@@ -427,10 +536,19 @@ static int tick(struct sampler *s)
 			pick[chosen++] = th;
 	}
 	if (s->o.stop == SAMPLER_STOP_PROCESS) {
+		/* Hold the copied threads until all are copied, but not for
+		 * long: a thread that finds no CPU to reach its stop on would
+		 * otherwise keep the others stopped (measured under load: a
+		 * median stop of 19 ms, the whole wait).  Past HOLD_MAX_NS the
+		 * held ones run, and late stops are resumed as they come. */
+		s->holding = true;
 		for (i = 0; i < chosen; i++)
 			tracer_interrupt(s->tracer, pick[i]);
-		r = wait_stops(s);
+		r = wait_stops_for(s, HOLD_MAX_NS);
+		s->holding = false;
 		tracer_resume_held(s->tracer);
+		if (r >= 0)
+			r = wait_stops(s);
 	} else {
 		for (i = 0; i < chosen && r >= 0; i++) {
 			pid_t tid = pick[i]->tid;
@@ -458,11 +576,13 @@ int sampler_create(struct sampler **out, const struct sampler_opts *o)
 	if (!s)
 		return -ENOMEM;
 	s->o = *o;
+	s->maps_fd = -1;
 	if (!s->o.max_frames)
 		s->o.max_frames = 256;
 	s->period_ns = 1000000000u / s->o.hz;
 	s->frames = calloc(s->o.max_frames, sizeof(*s->frames));
-	if (!s->frames)
+	s->frames2 = calloc(s->o.max_frames, sizeof(*s->frames2));
+	if (!s->frames || !s->frames2)
 		goto err;
 	ret = snap_init(&s->blocked, s->o.stack_size);
 	if (ret < 0)
@@ -493,6 +613,9 @@ void sampler_destroy(struct sampler *s)
 	if (s->mods)
 		sym_modtab_destroy(s->mods);
 	sym_maps_free(&s->maps);
+	sym_maps_free(&s->stop_maps);
+	if (s->maps_fd >= 0)
+		close(s->maps_fd);
 	if (s->stacks)
 		prof_stacks_destroy(s->stacks);
 	for (i = 0; i < s->cap_snaps; i++)
@@ -501,6 +624,7 @@ void sampler_destroy(struct sampler *s)
 	free(s->snaps);
 	free(s->pick);
 	free(s->frames);
+	free(s->frames2);
 	free(s->labels);
 	free(s);
 }
@@ -525,17 +649,38 @@ static int session_attach(struct sampler *s)
 	return 0;
 }
 
+#define PROGRESS_NS 250000000u
+
+static uint64_t thread_cpu_ns(void);
+
+/* The live numbers the session keeps only at its end, then the callback. */
+static void report_progress(struct sampler *s, uint64_t start, uint64_t cpu0, uint64_t now)
+{
+	s->stats.elapsed_ns = now - start;
+	s->stats.cprof_cpu_ns = thread_cpu_ns() - cpu0;
+	s->stats.tracer = *tracer_get_stats(s->tracer);
+	s->o.progress(&s->stats, s->o.progress_arg);
+}
+
 static int session_loop(struct sampler *s)
 {
 	uint64_t period = s->period_ns;
 	uint64_t start = tracer_now_ns(), next = start, now, wait;
 	uint64_t deadline = s->o.duration_ns ? start + s->o.duration_ns : UINT64_MAX;
+	/* the first report after one interval: at 0 s there is nothing to say,
+	 * and the CPU share of a few microseconds is noise */
+	uint64_t cpu0 = thread_cpu_ns();
+	uint64_t next_progress = s->o.progress ? start + PROGRESS_NS : UINT64_MAX;
 	int r = 0;
 
 	for (;;) {
 		now = tracer_now_ns();
 		if (now >= deadline)
 			break;
+		if (now >= next_progress) {
+			report_progress(s, start, cpu0, now);
+			next_progress = now + PROGRESS_NS;
+		}
 		if (now >= next) {
 			r = tick(s);
 			if (r < 0)
@@ -551,6 +696,9 @@ static int session_loop(struct sampler *s)
 			}
 		} else {
 			wait = (deadline < next ? deadline : next) - now;
+			/* at a low -F, wake for the status line as well */
+			if (next_progress - now < wait)
+				wait = next_progress - now;
 			r = tracer_poll(s->tracer, wait);
 			if (r < 0)
 				break;
@@ -586,6 +734,8 @@ static void *session_main(void *arg)
 	struct sampler *s = arg;
 	uint64_t cpu0 = thread_cpu_ns();
 	int ret;
+
+	s->stats.boosted = tracer_boost_thread();
 
 	ret = session_attach(s);
 	if (ret == 0)

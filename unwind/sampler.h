@@ -36,6 +36,8 @@ enum sampler_stop {
 	SAMPLER_STOP_PROCESS,	/* the sampled threads held together: one instant */
 };
 
+struct sampler_stats;
+
 struct sampler_opts {
 	pid_t pid;
 	unsigned hz;		/* ticks per second, 1..1000 */
@@ -48,6 +50,12 @@ struct sampler_opts {
 	 * the first tick (record uses it to let its child exec). */
 	void (*after_attach)(void *arg);
 	void *after_attach_arg;
+	/* NULL, or called on the session thread from the sampling loop, at
+	 * most every 250 ms, with the statistics so far (elapsed_ns,
+	 * cprof_cpu_ns and tracer brought up to date for it): a live status
+	 * for the CLI.  It must not call into the sampler. */
+	void (*progress)(const struct sampler_stats *st, void *arg);
+	void *progress_arg;
 };
 
 struct sampler_stats {
@@ -63,6 +71,7 @@ struct sampler_stats {
 	uint64_t cprof_cpu_ns;	/* CPU time of the sampling thread */
 	struct tracer_stats tracer;
 	bool attached;
+	bool boosted;		/* the sampling thread runs at raised priority */
 	bool target_exited;
 	bool stop_requested;
 };
