@@ -54,6 +54,13 @@ int cli_attach_obstacle(pid_t pid, int err, char *buf, size_t size);
 /* Writes s as a JSON string literal (null when s is NULL). */
 void cli_json_string(FILE *f, const char *s);
 
+/* What attach and record write (-f). */
+enum cli_format {
+	CLI_FORMAT_PPROF,	/* gzipped profile.proto */
+	CLI_FORMAT_COLLAPSED,	/* folded stacks, flamegraph.pl's input */
+	CLI_FORMAT_SVG,		/* an interactive flame graph */
+};
+
 /* Sampling options shared by attach and record. */
 struct cli_session {
 	unsigned hz;
@@ -61,6 +68,7 @@ struct cli_session {
 	size_t stack_size;
 	enum sampler_mode mode;
 	enum sampler_stop stop;
+	enum cli_format format;
 	const char *output;
 	char default_output[64];
 	bool quiet;
@@ -79,13 +87,14 @@ enum {
 #define CLI_SESSION_LONG_OPTIONS \
 	{ "duration", required_argument, NULL, 'd' }, \
 	{ "output", required_argument, NULL, 'o' }, \
+	{ "format", required_argument, NULL, 'f' }, \
 	{ "frequency", required_argument, NULL, 'F' }, \
 	{ "stack-size", required_argument, NULL, CLI_OPT_STACK_SIZE }, \
 	{ "mode", required_argument, NULL, CLI_OPT_MODE }, \
 	{ "stop", required_argument, NULL, CLI_OPT_STOP }, \
 	{ "quiet", no_argument, NULL, 'q' }, \
 	{ "json", no_argument, NULL, CLI_OPT_JSON }
-#define CLI_SESSION_SHORT_OPTIONS "d:o:F:q"
+#define CLI_SESSION_SHORT_OPTIONS "d:o:F:f:q"
 
 void cli_session_defaults(struct cli_session *a);
 
@@ -110,5 +119,20 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 int cmd_attach(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_dump_threads(int argc, char **argv);
+
+/* Shared by report and diff (cli/report.c).  Each returns -1 to go on, or an
+ * exit code once the error is reported. */
+struct prof_rd_profile;
+/* Reads a profile; "cprof: cannot read profile 'F': ..." on failure. */
+int cli_read_profile(const char *path, struct prof_rd_profile **out);
+/* --by function|line|file (file only when allow_file) into enum prof_rpt_by. */
+int cli_parse_by(const char *cmd, const char *arg, bool allow_file, int *by);
+const char *cli_by_name(int by);
+/* The sample type called type, or the profile's default when type is NULL. */
+int cli_pick_type(const char *cmd, const struct prof_rd_profile *p, const char *path,
+		  const char *type, size_t *idx);
+int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_overhead(int argc, char **argv);
 
 #endif

@@ -3,18 +3,32 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "profile/export.h"
+#include "profile/flame.h"
 #include "profile/profile.h"
+#include "profile/reader.h"
 #include "symbolize/symbolize.h"
 
 #define MAX_HZ 1000
 #define MIN_STACK (4u << 10)
 #define MAX_STACK (8u << 20)
+
+/* -f: the names, and the suffix of the default output file. */
+static const struct {
+	const char *name;
+	const char *suffix;
+} formats[] = {
+	[CLI_FORMAT_PPROF] = { "pprof", ".pb.gz" },
+	[CLI_FORMAT_COLLAPSED] = { "collapsed", ".collapsed" },
+	[CLI_FORMAT_SVG] = { "svg", ".svg" },
+};
 
 void cli_session_defaults(struct cli_session *a)
 {
@@ -42,6 +56,16 @@ int cli_session_option(struct cli_session *a, int c, const char *arg)
 	case 'o':
 		a->output = arg;
 		return -1;
+	case 'f':
+		for (v = 0; v < sizeof(formats) / sizeof(formats[0]); v++) {
+			if (strcmp(arg, formats[v].name) == 0) {
+				a->format = (enum cli_format)v;
+				return -1;
+			}
+		}
+		cli_error("invalid format '%s': pprof (gzipped profile.proto), collapsed "
+			  "(folded stacks for flamegraph.pl) or svg (a flame graph)", arg);
+		return CPROF_EXIT_USAGE;
 	case 'F':
 		if (cli_parse_ulong(arg, 1, MAX_HZ, &v) < 0) {
 			cli_error("invalid frequency '%s': must be 1..%d samples per second "
@@ -91,9 +115,20 @@ int cli_session_option(struct cli_session *a, int c, const char *arg)
 
 int cli_session_finish_args(struct cli_session *a, const char *cmd, pid_t pid)
 {
+	size_t len, plen = strlen(formats[CLI_FORMAT_PPROF].suffix);
+
 	if (!a->output) {
-		snprintf(a->default_output, sizeof(a->default_output), "cprof-%d.pb.gz", (int)pid);
+		snprintf(a->default_output, sizeof(a->default_output), "cprof-%d%s", (int)pid,
+			 formats[a->format].suffix);
 		a->output = a->default_output;
+	} else if (a->output == a->default_output && a->format != CLI_FORMAT_PPROF) {
+		/* A caller's own default (record: cprof-COMMAND.pb.gz) takes the
+		 * format's suffix. */
+		len = strlen(a->default_output);
+		if (len >= plen &&
+		    strcmp(a->default_output + len - plen, formats[CLI_FORMAT_PPROF].suffix) == 0)
+			snprintf(a->default_output + len - plen, sizeof(a->default_output) - (len - plen),
+				 "%s", formats[a->format].suffix);
 	}
 	if (a->json && strcmp(a->output, "-") == 0) {
 		cli_error("%s: --json and -o - would both write to standard output; "
@@ -169,8 +204,93 @@ static void add_comments(struct prof_builder *b, const struct cli_session *a, co
 	prof_add_comment(b, line);
 }
 
+/*
+ * The live status line on a terminal: rewritten in place with '\r', padded
+ * over the longer line it replaces (no terminal escapes needed).  Written
+ * by the session thread while the main thread waits for it, then by the
+ * main thread: never by both at once.
+ */
+struct progress {
+	uint64_t duration_ns;
+	size_t shown;		/* length of the line on the terminal, 0: none */
+};
+
+static void progress_show(struct progress *pr, const char *text)
+{
+	char line[256];
+	int n;
+
+	n = snprintf(line, sizeof(line), "\r%s%*s", text,
+		     pr->shown > strlen(text) ? (int)(pr->shown - strlen(text)) : 0, "");
+	if (n < 0)
+		return;
+	/* one write, so that the line never shows half updated */
+	fputs(line, stderr);
+	pr->shown = strlen(text);
+}
+
+/* Erases the line, before anything else goes to stderr. */
+static void progress_clear(struct progress *pr)
+{
+	if (!pr || !pr->shown)
+		return;
+	fprintf(stderr, "\r%*s\r", (int)pr->shown, "");
+	pr->shown = 0;
+}
+
+static void progress_update(const struct sampler_stats *st, void *arg)
+{
+	const struct tracer_stats *t = &st->tracer;
+	struct progress *pr = arg;
+	struct pollfd pfd = { .fd = STDERR_FILENO, .events = POLLOUT };
+	char text[200], when[48], p99[32];
+
+	/* This runs on the session thread, which a thread stopped for a
+	 * sample may be waiting for: a terminal that does not take output
+	 * (Ctrl-S) skips an update rather than blocking it. */
+	if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLOUT))
+		return;
+
+	if (pr->duration_ns)
+		snprintf(when, sizeof(when), "%.1f s of %.1f s", (double)st->elapsed_ns / 1e9,
+			 (double)pr->duration_ns / 1e9);
+	else
+		snprintf(when, sizeof(when), "%.1f s", (double)st->elapsed_ns / 1e9);
+	if (t->stops)
+		snprintf(p99, sizeof(p99), "%.1f us", (double)tracer_stop_percentile(t, 99) / 1e3);
+	else
+		snprintf(p99, sizeof(p99), "-");
+	snprintf(text, sizeof(text),
+		 "cprof: %s, %llu samples, %llu threads, stop p99 %s, cprof %.1f%% of a CPU", when,
+		 (unsigned long long)st->samples, (unsigned long long)t->threads_seen, p99,
+		 st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0);
+	progress_show(pr, text);
+}
+
+/* collapsed or svg: the profile is built as for pprof, then read back, so
+ * that the flame graph shows exactly what the pprof file would hold. */
+static int write_flame(struct prof_builder *b, const struct cli_session *a, const char *what)
+{
+	struct prof_rd_profile *rd = NULL;
+	char title[256];
+	int ret;
+
+	ret = prof_builder_to_rd(b, &rd);
+	if (ret < 0)
+		return ret;
+	if (a->format == CLI_FORMAT_SVG) {
+		snprintf(title, sizeof(title), "cprof %s (%s)", what,
+			 a->mode == SAMPLER_WALL ? "wall time" : "CPU time");
+		ret = prof_flame_svg_file(rd, rd->default_type, a->output, title);
+	} else {
+		ret = prof_flame_collapsed_file(rd, rd->default_type, a->output, 0);
+	}
+	prof_rd_free(rd);
+	return ret;
+}
+
 static int write_profile(struct sampler *s, const struct cli_session *a, pid_t pid,
-			 const char *what)
+			 const char *what, struct progress *pr)
 {
 	const struct sampler_stats *st = sampler_get_stats(s);
 	struct prof_export_opts eo = {
@@ -188,19 +308,26 @@ static int write_profile(struct sampler *s, const struct cli_session *a, pid_t p
 	ret = sym_create(&sym, sampler_modules(s), 0);
 	if (ret < 0) {
 		/* Addresses alone still make a profile: write it. */
+		progress_clear(pr);
 		cli_error("cannot load symbols for pid %d: %s (the profile keeps raw addresses)",
 			  (int)pid, strerror(-ret));
 		sym = NULL;
 	}
 	ret = prof_export_cpu(sampler_stacks(s), sampler_modules(s), sym, &eo, &b);
 	if (ret < 0) {
+		progress_clear(pr);
 		cli_error("cannot build the profile of pid %d: %s", (int)pid, strerror(-ret));
 		goto out;
 	}
 	add_comments(b, a, what, st);
-	ret = prof_write_file(b, a->output);
-	if (ret < 0)
+	if (a->format == CLI_FORMAT_PPROF)
+		ret = prof_write_file(b, a->output);
+	else
+		ret = write_flame(b, a, what);
+	if (ret < 0) {
+		progress_clear(pr);
 		cli_error("cannot write '%s': %s", a->output, strerror(-ret));
+	}
 out:
 	if (b)
 		prof_builder_destroy(b);
@@ -243,7 +370,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
 	       "\"cprof_cpu_ns\": %llu, \"unwind\": {\"complete\": %llu, \"truncated\": %llu, "
 	       "\"no_info\": %llu, \"other\": %llu}, \"signals_reinjected\": %llu, "
-	       "\"target_exited\": %s}\n",
+	       "\"boosted\": %s, \"target_exited\": %s}\n",
 	       (unsigned long long)st->elapsed_ns, (unsigned long long)st->samples,
 	       (unsigned long long)(fresh - st->samples_unstopped),
 	       (unsigned long long)st->samples_unstopped, (unsigned long long)st->samples_reused,
@@ -258,7 +385,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)st->ends[REMOTE_END_NO_INFO],
 	       (unsigned long long)(fresh - complete_count(st) - st->ends[REMOTE_END_TRUNCATED] -
 				    st->ends[REMOTE_END_NO_INFO]),
-	       (unsigned long long)t->signals_reinjected, st->target_exited ? "true" : "false");
+	       (unsigned long long)t->signals_reinjected, st->boosted ? "true" : "false",
+	       st->target_exited ? "true" : "false");
 }
 
 int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
@@ -274,10 +402,16 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		.after_attach = after_attach,
 		.after_attach_arg = arg,
 	};
+	struct progress pr = { .duration_ns = a->duration_ns };
 	struct sampler *s = NULL;
 	char why[256];
 	int code = CPROF_EXIT_OK, ret;
 
+	/* a status line is for a person watching; logs and pipes get the summary alone */
+	if (!a->quiet && isatty(STDERR_FILENO)) {
+		so.progress = progress_update;
+		so.progress_arg = &pr;
+	}
 	ret = sampler_create(&s, &so);
 	if (ret < 0) {
 		cli_error("cannot set up sampling of pid %d: %s", (int)pid, strerror(-ret));
@@ -286,7 +420,11 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	ret = sampler_session(s);
 	if (final)
 		*final = *sampler_get_stats(s);
+	/* symbols and the write can take seconds: say so instead of freezing */
+	if (pr.shown)
+		progress_show(&pr, "cprof: writing profile...");
 	if (ret < 0 && !sampler_get_stats(s)->attached) {
+		progress_clear(&pr);
 		if (!cli_attach_obstacle(pid, ret, why, sizeof(why)))
 			snprintf(why, sizeof(why), "%s", strerror(-ret));
 		cli_error("cannot attach to pid %d: %s", (int)pid, why);
@@ -295,10 +433,13 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	}
 	if (ret < 0) {
 		/* What was collected is still written below. */
+		progress_clear(&pr);
 		cli_error("sampling pid %d stopped early: %s", (int)pid, strerror(-ret));
 		code = CPROF_EXIT_PARTIAL;
 	}
-	if (write_profile(s, a, pid, what) < 0) {
+	ret = write_profile(s, a, pid, what, &pr);
+	progress_clear(&pr);
+	if (ret < 0) {
 		code = CPROF_EXIT_FATAL;
 	} else {
 		if (!a->quiet)

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/* cprof diff: how each function's share of two profiles changed; exit 3 past a threshold. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "profile/reader.h"
+#include "profile/report.h"
+
+/*
+ * diff's own status, distinct from 0/1/2/64: some function's cumulative
+ * share grew by more than the threshold.  A CI job can tell "slower" from
+ * "cprof failed".
+ */
+#define DIFF_EXIT_GREW 3
+
+static void diff_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cprof diff BASE NEW [--threshold PCT] [--by function|line] [--type TYPE]\n"
+		"                  [--top N] [--json]\n"
+		"\n"
+		"Compares two pprof profiles function by function: the change of each one's\n"
+		"share of its profile's total, cumulative and flat, in percentage points, so\n"
+		"that runs of different lengths compare.  Functions are matched by name and\n"
+		"file, never by address.  Sorted by the size of the change in cumulative share.\n"
+		"\n"
+		"      --threshold PCT    exit 3 when a cumulative share grew by more than PCT\n"
+		"                         percentage points (default 5)\n"
+		"      --by function|line per function (default) or per source line\n"
+		"  -t, --type TYPE        sample type to compare (default: BASE's default)\n"
+		"  -n, --top N            rows to show (default all)\n"
+		"      --json             one JSON object on stdout\n"
+		"  -h, --help             this help\n"
+		"\n"
+		"Exit status: 0 no share grew past the threshold, 3 one did, 1/2/64 as\n"
+		"other commands (2: a profile cannot be read or compared, 64: usage).\n");
+}
+
+/* "5", "2.5", "10%": percentage points in [0, 100]. */
+static int parse_threshold(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v))
+		return -EINVAL;
+	if (*end == '%')
+		end++;
+	if (*end || v < 0 || v > 100)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* A change in points: "+12.34", "-0.50", "0.00" (never "-0.00"). */
+static void fmt_change(char *buf, size_t size, double d)
+{
+	if (fabs(d) < 0.005)
+		snprintf(buf, size, "0.00");
+	else
+		snprintf(buf, size, "%+.2f", d);
+}
+
+static void row_label(char *buf, size_t size, int by, const struct prof_diff_row *r)
+{
+	const char *mark = !r->in_base ? " (new)" : !r->in_new ? " (gone)" : "";
+
+	if (by == PROF_RPT_LINE && *r->file)
+		snprintf(buf, size, "%s %s:%" PRId64 "%s", r->name, r->file, r->line, mark);
+	else
+		snprintf(buf, size, "%s%s", r->name, mark);
+}
+
+struct side {
+	const char *path;
+	struct prof_rd_profile *p;
+	struct prof_rpt *r;
+};
+
+static void print_side_text(const char *what, const struct side *s)
+{
+	const struct prof_rd_value_type *t = &s->p->sample_types[s->r->type];
+	char v[64];
+
+	prof_rpt_format_value(v, sizeof(v), s->r->total, t->unit);
+	printf("%s %s: %s total %s in %zu records\n", what, s->path, t->type, v,
+	       s->p->n_samples);
+}
+
+static void print_text(const struct side *base, const struct side *new_side,
+		       const struct prof_diff *d, int by, double threshold, size_t top)
+{
+	char c1[32], c2[32], label[4096];
+	size_t i, n = d->n_rows < top ? d->n_rows : top;
+
+	print_side_text("Base:", base);
+	print_side_text("New: ", new_side);
+	printf("Changes of each %s's share of its profile's total, in percentage points\n",
+	       by == PROF_RPT_LINE ? "line" : "function");
+	printf("%8s %8s %8s %8s %9s %9s  %s\n", "cum", "flat", "base cum", "new cum",
+	       "base flat", "new flat", by == PROF_RPT_LINE ? "line" : "function");
+	for (i = 0; i < n; i++) {
+		const struct prof_diff_row *r = &d->rows[i];
+
+		fmt_change(c1, sizeof(c1), r->d_cum);
+		fmt_change(c2, sizeof(c2), r->d_flat);
+		row_label(label, sizeof(label), by, r);
+		printf("%8s %8s %7.2f%% %7.2f%% %8.2f%% %8.2f%%  %s\n", c1, c2, r->base_cum,
+		       r->new_cum, r->base_flat, r->new_flat, label);
+	}
+	if (n < d->n_rows)
+		printf("(%zu more rows; --top to show them)\n", d->n_rows - n);
+	if (d->max_growth > threshold)
+		printf("Grew past the threshold of %.2f points: largest growth %+.2f points\n",
+		       threshold, d->max_growth);
+	else
+		printf("Nothing grew past the threshold of %.2f points\n", threshold);
+}
+
+static void print_side_json(const struct side *s)
+{
+	const struct prof_rd_value_type *t = &s->p->sample_types[s->r->type];
+
+	printf("{\"file\":");
+	cli_json_string(stdout, s->path);
+	printf(",\"type\":");
+	cli_json_string(stdout, t->type);
+	printf(",\"unit\":");
+	cli_json_string(stdout, t->unit);
+	printf(",\"total\":%" PRId64 ",\"records\":%zu,\"duration_nanos\":%" PRId64 "}",
+	       s->r->total, s->p->n_samples, s->p->duration_nanos);
+}
+
+static void print_json(const struct side *base, const struct side *new_side,
+		       const struct prof_diff *d, int by, double threshold, size_t top)
+{
+	size_t i, n = d->n_rows < top ? d->n_rows : top;
+
+	printf("{\"base\":");
+	print_side_json(base);
+	printf(",\"new\":");
+	print_side_json(new_side);
+	printf(",\"by\":\"%s\",\"threshold\":%.4f,\"max_growth\":%.4f,\"grew\":%s,"
+	       "\"n_rows\":%zu,\"rows\":[",
+	       cli_by_name(by), threshold, d->max_growth,
+	       d->max_growth > threshold ? "true" : "false", d->n_rows);
+	for (i = 0; i < n; i++) {
+		const struct prof_diff_row *r = &d->rows[i];
+
+		printf("%s\n{\"name\":", i ? "," : "");
+		cli_json_string(stdout, r->name);
+		printf(",\"file\":");
+		cli_json_string(stdout, r->file);
+		if (by == PROF_RPT_LINE)
+			printf(",\"line\":%" PRId64, r->line);
+		printf(",\"status\":\"%s\",\"d_cum\":%.4f,\"d_flat\":%.4f,"
+		       "\"base_cum\":%.4f,\"new_cum\":%.4f,\"base_flat\":%.4f,\"new_flat\":%.4f}",
+		       !r->in_base ? "new" : !r->in_new ? "gone" : "both",
+		       r->d_cum, r->d_flat, r->base_cum, r->new_cum, r->base_flat, r->new_flat);
+	}
+	printf("]}\n");
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "threshold", required_argument, NULL, 'T' },
+		{ "by", required_argument, NULL, 'b' },
+		{ "type", required_argument, NULL, 't' },
+		{ "top", required_argument, NULL, 'n' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct side base = { NULL, NULL, NULL }, new_side = { NULL, NULL, NULL };
+	struct prof_diff *d = NULL;
+	const char *type = NULL;
+	unsigned long top = 0;
+	double threshold = 5;
+	size_t base_idx, new_idx;
+	bool json = false;
+	int c, code, by = PROF_RPT_FUNCTION, ret, k;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "t:n:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'T':
+			if (parse_threshold(optarg, &threshold) < 0) {
+				cli_error("diff: invalid --threshold '%s': expected percentage points, 0..100",
+					  optarg);
+				return CPROF_EXIT_USAGE;
+			}
+			break;
+		case 'b':
+			code = cli_parse_by("diff", optarg, false, &by);
+			if (code >= 0)
+				return code;
+			break;
+		case 't':
+			type = optarg;
+			break;
+		case 'n':
+			if (cli_parse_ulong(optarg, 1, (unsigned long)-1, &top) < 0) {
+				cli_error("diff: invalid --top '%s': expected a positive number", optarg);
+				return CPROF_EXIT_USAGE;
+			}
+			break;
+		case 'j':
+			json = true;
+			break;
+		case 'h':
+			diff_usage(stdout);
+			return CPROF_EXIT_OK;
+		default:
+			if (optopt)
+				cli_error("diff: option '%s' needs a value (see 'cprof diff --help')",
+					  argv[optind - 1]);
+			else
+				cli_error("diff: unknown option '%s' (see 'cprof diff --help')",
+					  argv[optind - 1]);
+			return CPROF_EXIT_USAGE;
+		}
+	}
+	if (argc - optind != 2) {
+		if (argc - optind > 2)
+			cli_error("diff: unexpected argument '%s' (see 'cprof diff --help')",
+				  argv[optind + 2]);
+		else
+			cli_error("diff: give two profiles, BASE and NEW (see 'cprof diff --help')");
+		return CPROF_EXIT_USAGE;
+	}
+	base.path = argv[optind];
+	new_side.path = argv[optind + 1];
+	code = cli_read_profile(base.path, &base.p);
+	if (code >= 0)
+		goto out;
+	code = cli_read_profile(new_side.path, &new_side.p);
+	if (code >= 0)
+		goto out;
+	code = cli_pick_type("diff", base.p, base.path, type, &base_idx);
+	if (code >= 0)
+		goto out;
+	/* The same type in both: a share of CPU time is no share of wall time. */
+	type = base.p->sample_types[base_idx].type;
+	k = prof_rd_find_type(new_side.p, type);
+	if (k < 0) {
+		cli_error("cannot compare '%s' with '%s': it has no sample type '%s' (choose one both have with --type)",
+			  new_side.path, base.path, type);
+		code = CPROF_EXIT_FATAL;
+		goto out;
+	}
+	new_idx = (size_t)k;
+	ret = prof_rpt_build(base.p, base_idx, (enum prof_rpt_by)by, &base.r);
+	if (ret == 0)
+		ret = prof_rpt_build(new_side.p, new_idx, (enum prof_rpt_by)by, &new_side.r);
+	if (ret == 0)
+		ret = prof_diff_build(base.r, new_side.r, &d);
+	if (ret < 0) {
+		cli_error("cannot compare '%s' with '%s': %s", new_side.path, base.path,
+			  strerror(-ret));
+		code = CPROF_EXIT_FATAL;
+		goto out;
+	}
+	if (json)
+		print_json(&base, &new_side, d, by, threshold, top ? top : (size_t)-1);
+	else
+		print_text(&base, &new_side, d, by, threshold, top ? top : (size_t)-1);
+	code = d->max_growth > threshold ? DIFF_EXIT_GREW : CPROF_EXIT_OK;
+out:
+	prof_diff_free(d);
+	prof_rpt_free(new_side.r);
+	prof_rpt_free(base.r);
+	prof_rd_free(new_side.p);
+	prof_rd_free(base.p);
+	return code;
+}

@@ -1,0 +1,714 @@
+/* SPDX-License-Identifier: MIT */
+/* cprof overhead: time a command unprofiled and under each sampler, interleaved. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define INPROC_LIB "libcprof-inproc.so"
+#define DEFAULT_RUNS 5
+#define MAX_RUNS 100
+#define RECORD_ARGC 14		/* cprof record ... --, before the command */
+#define JSON_TAIL 8192		/* the record summary is the last ~700 bytes */
+
+/* What one run yields; the record figures only for the ptrace variants. */
+enum metric {
+	M_WALL,		/* the child's wall time, fork to reap */
+	M_CPU,		/* the command's user + system time */
+	M_CPU_TOTAL,	/* the whole subtree's, cprof record included */
+	M_CPROF_CPU,	/* cprof's sampling thread */
+	M_SAMPLES,
+	M_STOPS,
+	M_STOP_P50,
+	M_STOP_P99,
+	M_STOP_MAX,
+	M_STOPPED_FRACTION,
+	M_SESSION,	/* attach to the command's exit, as record saw it */
+	M_COUNT,
+};
+
+/*
+ * The figures read back from 'cprof record --json'.  The object is our own
+ * print_json (cli/session.c): flat keys, and nested ones unique within their
+ * parent, so a search for the key after its parent is enough of a parser.
+ */
+static const struct {
+	enum metric m;
+	const char *parent;
+	const char *key;
+} record_fields[] = {
+	{ M_SAMPLES, NULL, "samples" },
+	{ M_STOPS, NULL, "stops" },
+	{ M_STOP_P50, "stop_ns", "p50" },
+	{ M_STOP_P99, "stop_ns", "p99" },
+	{ M_STOP_MAX, "stop_ns", "max" },
+	{ M_STOPPED_FRACTION, "stopped_fraction", "max" },
+	{ M_CPROF_CPU, NULL, "cprof_cpu_ns" },
+	{ M_SESSION, NULL, "elapsed_ns" },
+};
+
+enum sampler_kind { KIND_NONE, KIND_PTRACE, KIND_INPROC };
+
+/* Run in this order in every round, so that machine noise hits all alike. */
+static const struct variant {
+	const char *name;
+	enum sampler_kind kind;
+	const char *record_opt[2];	/* what selects it in cprof record */
+} variants[] = {
+	{ "unprofiled", KIND_NONE, { NULL, NULL } },
+	{ "ptrace-thread", KIND_PTRACE, { "--stop", "thread" } },
+	{ "ptrace-process", KIND_PTRACE, { "--stop", "process" } },
+	{ "inproc", KIND_INPROC, { "--inproc", NULL } },
+};
+#define N_VARIANTS (sizeof(variants) / sizeof(variants[0]))
+
+struct result {
+	unsigned runs;		/* completed with status 0 */
+	bool skipped;		/* not measured at all (no inproc library) */
+	double v[M_COUNT][MAX_RUNS];
+};
+
+struct overhead {
+	struct cli_session s;	/* hz, mode, quiet, json */
+	unsigned long runs;
+	char **cmd;
+	char dir[PATH_MAX];	/* temporary profiles and captured output */
+	char profile[PATH_MAX + 16];
+	char out_path[PATH_MAX + 16];
+	char hz[16];
+	struct result res[N_VARIANTS];
+	bool complete;
+};
+
+struct summary {
+	double median, min, max;
+};
+
+static void overhead_usage(FILE *f)
+{
+	fprintf(f,
+		"usage: cprof overhead [-F HZ] [-n RUNS] [--mode cpu|wall] [--json] [-q]\n"
+		"                      -- COMMAND [ARG...]\n"
+		"\n"
+		"Runs COMMAND RUNS times each unprofiled, under ptrace sampling (--stop thread\n"
+		"and --stop process) and under the in-process sampler, interleaved round by\n"
+		"round, and prints per variant the median wall and CPU time (min..max), the\n"
+		"slowdown against the unprofiled median and the stop-time statistics.\n"
+		"COMMAND must exit with status 0 every time; its output is discarded.\n"
+		"\n"
+		"  -F, --frequency HZ     samples per second per thread, 1..1000 (default 100)\n"
+		"  -n, --runs N           rounds, 1..%d (default %d)\n"
+		"      --mode cpu|wall    as for record\n"
+		"      --json             the results as one JSON object on stdout\n"
+		"  -q, --quiet            no progress lines on stderr\n"
+		"  -h, --help             this help\n",
+		MAX_RUNS, DEFAULT_RUNS);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double timeval_ns(const struct timeval *tv)
+{
+	return (double)tv->tv_sec * 1e9 + (double)tv->tv_usec * 1e3;
+}
+
+static int exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return CPROF_EXIT_FATAL;
+}
+
+/* Beside the cprof binary first (a build tree), then where make install puts
+ * it: the places cprof record --inproc looks. */
+static bool have_inproc_library(void)
+{
+	char exe[PATH_MAX], path[PATH_MAX + sizeof(INPROC_LIB) + 1];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n > 0) {
+		exe[n] = '\0';
+		snprintf(path, sizeof(path), "%s/%s", dirname(exe), INPROC_LIB);
+		if (access(path, R_OK) == 0)
+			return true;
+	}
+	snprintf(path, sizeof(path), "%s/%s", PKGLIBDIR, INPROC_LIB);
+	return access(path, R_OK) == 0;
+}
+
+/* The child side: stdin from /dev/null, stdout to out_fd, exec or report why not. */
+static void __attribute__((noreturn)) child_main(const char *file, char **argv, int out_fd,
+						 int err_fd)
+{
+	sigset_t none;
+	int null_fd, e;
+
+	/* cprof ignores the terminal's signals while it waits; the command
+	 * (and cprof record, which passes them on) must not inherit that. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	null_fd = open("/dev/null", O_RDONLY);
+	if (null_fd < 0 || dup2(null_fd, STDIN_FILENO) < 0 || dup2(out_fd, STDOUT_FILENO) < 0) {
+		e = errno;
+		goto fail;
+	}
+	execvp(file, argv);
+	e = errno;
+fail:
+	if (write(err_fd, &e, sizeof(e)) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/*
+ * Runs file with argv to its end, its stdout into out_fd.  Sets *wall_ns (fork
+ * to reap), *cpu_ns (user + system of the child and everything it reaped,
+ * from wait4) and *status.  Returns 0, or -errno when it could not be run.
+ */
+static int run_child(const char *file, char **argv, int out_fd, double *wall_ns, double *cpu_ns,
+		     int *status)
+{
+	struct rusage ru;
+	uint64_t t0;
+	int err[2], e = 0;
+	pid_t pid;
+
+	if (pipe2(err, O_CLOEXEC) < 0)
+		return -errno;
+	t0 = now_ns();
+	pid = fork();
+	if (pid < 0) {
+		e = errno;
+		close(err[0]);
+		close(err[1]);
+		return -e;
+	}
+	if (pid == 0) {
+		close(err[0]);
+		child_main(file, argv, out_fd, err[1]);
+	}
+	close(err[1]);
+	/* EOF once the exec succeeded (the pipe is close-on-exec). */
+	if (read(err[0], &e, sizeof(e)) != (ssize_t)sizeof(e))
+		e = 0;
+	close(err[0]);
+	while (wait4(pid, status, 0, &ru) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	*wall_ns = (double)(now_ns() - t0);
+	*cpu_ns = timeval_ns(&ru.ru_utime) + timeval_ns(&ru.ru_stime);
+	return e ? -e : 0;
+}
+
+/* The number after "key": in obj, after "parent": when parent is not NULL. */
+static int json_number(const char *obj, const char *parent, const char *key, double *v)
+{
+	char pat[64];
+	char *end;
+	const char *p = obj;
+
+	if (parent) {
+		snprintf(pat, sizeof(pat), "\"%s\": ", parent);
+		p = strstr(p, pat);
+		if (!p)
+			return -ENOENT;
+	}
+	snprintf(pat, sizeof(pat), "\"%s\": ", key);
+	p = strstr(p, pat);
+	if (!p)
+		return -ENOENT;
+	errno = 0;
+	*v = strtod(p + strlen(pat), &end);
+	return errno || end == p + strlen(pat) ? -EINVAL : 0;
+}
+
+/*
+ * Reads the record summary from the captured stdout: the last object there,
+ * after whatever the command printed.  Returns 0 or -errno.
+ */
+static int read_record_json(struct overhead *o, struct result *r)
+{
+	char buf[JSON_TAIL + 1], *obj = NULL, *p;
+	struct stat st;
+	off_t from;
+	ssize_t n;
+	size_t i;
+	int fd, ret;
+
+	fd = open(o->out_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		goto close_fd;
+	}
+	from = st.st_size > JSON_TAIL ? st.st_size - JSON_TAIL : 0;
+	n = pread(fd, buf, JSON_TAIL, from);
+	if (n < 0) {
+		ret = -errno;
+		goto close_fd;
+	}
+	buf[n] = '\0';
+	for (p = buf; (p = strstr(p, "{\"pid\": ")) != NULL; p++)
+		obj = p;
+	ret = -ENOENT;
+	if (!obj)
+		goto close_fd;
+	for (i = 0; i < sizeof(record_fields) / sizeof(record_fields[0]); i++) {
+		ret = json_number(obj, record_fields[i].parent, record_fields[i].key,
+				  &r->v[record_fields[i].m][r->runs]);
+		if (ret < 0)
+			goto close_fd;
+	}
+	ret = 0;
+close_fd:
+	close(fd);
+	return ret;
+}
+
+/* Fills argv (RECORD_ARGC + the command + NULL) for cprof record. */
+static void record_argv(struct overhead *o, const struct variant *v, char **argv)
+{
+	size_t n = 0, i;
+
+	argv[n++] = "cprof";
+	argv[n++] = "record";
+	argv[n++] = "--json";
+	argv[n++] = "-q";
+	argv[n++] = "-o";
+	argv[n++] = o->profile;
+	for (i = 0; i < 2 && v->record_opt[i]; i++)
+		argv[n++] = (char *)v->record_opt[i];
+	argv[n++] = "-F";
+	argv[n++] = o->hz;
+	argv[n++] = "--mode";
+	argv[n++] = o->s.mode == SAMPLER_WALL ? "wall" : "cpu";
+	argv[n++] = "--";
+	for (i = 0; o->cmd[i]; i++)
+		argv[n++] = o->cmd[i];
+	argv[n] = NULL;
+}
+
+/*
+ * One run of one variant.  Returns -1 when it was measured, or an exit code:
+ * CPROF_EXIT_PARTIAL when the command failed, CPROF_EXIT_FATAL when it could
+ * not be run at all (both reported).
+ */
+static int run_variant(struct overhead *o, size_t vi, char **argv_buf, unsigned round)
+{
+	const struct variant *v = &variants[vi];
+	struct result *r = &o->res[vi];
+	const char *file = o->cmd[0];
+	char **argv = o->cmd;
+	int out_fd, status, ret, code;
+	double *wall = &r->v[M_WALL][r->runs], *cpu = &r->v[M_CPU_TOTAL][r->runs];
+
+	if (v->kind != KIND_NONE) {
+		record_argv(o, v, argv_buf);
+		/* This very binary, even if a rebuild replaced the file meanwhile. */
+		file = "/proc/self/exe";
+		argv = argv_buf;
+	}
+	/* The same sink for every variant: writing costs the same in all. */
+	out_fd = open(o->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (out_fd < 0) {
+		cli_error("cannot create '%s': %s", o->out_path, strerror(errno));
+		return CPROF_EXIT_FATAL;
+	}
+	ret = run_child(file, argv, out_fd, wall, cpu, &status);
+	close(out_fd);
+	unlink(o->profile);
+	if (ret < 0) {
+		cli_error("cannot run '%s': %s", file, strerror(-ret));
+		return CPROF_EXIT_FATAL;
+	}
+	code = exit_code_of(status);
+	if (code != 0) {
+		/* Under cprof record, its own errors (already on stderr) show
+		 * here as its exit status too. */
+		cli_error("overhead: '%s' exited with status %d under %s (run %u)", o->cmd[0], code,
+			  v->name, round + 1);
+		return CPROF_EXIT_PARTIAL;
+	}
+	r->v[M_CPU][r->runs] = *cpu;
+	if (v->kind == KIND_PTRACE) {
+		ret = read_record_json(o, r);
+		if (ret < 0) {
+			cli_error("cannot read the summary of cprof record under %s (run %u): %s",
+				  v->name, round + 1, strerror(-ret));
+			return CPROF_EXIT_FATAL;
+		}
+		/* wait4 counts cprof record with the command it reaped; take
+		 * its sampling thread out to leave the command's own time.
+		 * What record spends after sampling (symbols, writing the
+		 * profile) stays in: cpu_total_ns shows the whole. */
+		r->v[M_CPU][r->runs] -= r->v[M_CPROF_CPU][r->runs];
+		if (r->v[M_CPU][r->runs] < 0)
+			r->v[M_CPU][r->runs] = 0;
+	}
+	r->runs++;
+	return -1;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Median (mean of the middle two for an even count), min and max; n >= 1. */
+static struct summary summarize(const double *v, unsigned n)
+{
+	double sorted[MAX_RUNS];
+	struct summary s;
+
+	memcpy(sorted, v, n * sizeof(*v));
+	qsort(sorted, n, sizeof(*sorted), cmp_double);
+	s.min = sorted[0];
+	s.max = sorted[n - 1];
+	s.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+	return s;
+}
+
+static double median_of(const struct result *r, enum metric m)
+{
+	return summarize(r->v[m], r->runs).median;
+}
+
+/* The wall-time ratio to the unprofiled median; 0 when there is none. */
+static double slowdown(const struct overhead *o, const struct result *r)
+{
+	const struct result *base = &o->res[0];
+	double b;
+
+	if (!r->runs || !base->runs)
+		return 0;
+	if (r == base)
+		return 1.0;
+	b = median_of(base, M_WALL);
+	return b > 0 ? median_of(r, M_WALL) / b : 0;
+}
+
+static void print_progress(const struct overhead *o, unsigned round)
+{
+	const char *sep = "";
+	size_t i;
+
+	fprintf(stderr, "cprof: overhead: round %u/%lu:", round + 1, o->runs);
+	for (i = 0; i < N_VARIANTS; i++) {
+		const struct result *r = &o->res[i];
+
+		if (r->runs == round + 1) {
+			fprintf(stderr, "%s %s %.3f s", sep, variants[i].name,
+				r->v[M_WALL][round] / 1e9);
+			sep = ",";
+		}
+	}
+	fputc('\n', stderr);
+}
+
+static void json_summary(const char *key, const struct result *r, enum metric m)
+{
+	struct summary s = summarize(r->v[m], r->runs);
+
+	printf(", \"%s\": {\"median\": %.0f, \"min\": %.0f, \"max\": %.0f}", key, s.median, s.min,
+	       s.max);
+}
+
+static void print_json(const struct overhead *o)
+{
+	size_t i;
+
+	printf("{\"cmd\": [");
+	for (i = 0; o->cmd[i]; i++) {
+		if (i)
+			printf(", ");
+		cli_json_string(stdout, o->cmd[i]);
+	}
+	printf("], \"hz\": %u, \"mode\": \"%s\", \"runs\": %lu, \"nproc\": %ld, "
+	       "\"complete\": %s, \"variants\": [",
+	       o->s.hz, o->s.mode == SAMPLER_WALL ? "wall" : "cpu", o->runs,
+	       sysconf(_SC_NPROCESSORS_ONLN), o->complete ? "true" : "false");
+	for (i = 0; i < N_VARIANTS; i++) {
+		const struct result *r = &o->res[i];
+
+		printf("%s{\"name\": \"%s\", \"runs\": %u", i ? ", " : "", variants[i].name,
+		       r->runs);
+		if (!r->runs) {
+			printf(", \"wall_ns\": null, \"cpu_ns\": null, \"slowdown\": null}");
+			continue;
+		}
+		json_summary("wall_ns", r, M_WALL);
+		json_summary("cpu_ns", r, M_CPU);
+		json_summary("cpu_total_ns", r, M_CPU_TOTAL);
+		if (o->res[0].runs)
+			printf(", \"slowdown\": %.6f", slowdown(o, r));
+		else
+			printf(", \"slowdown\": null");
+		if (variants[i].kind == KIND_PTRACE)
+			printf(", \"samples\": %.0f, \"stops\": %.0f, \"stop_ns\": {\"p50\": %.0f, "
+			       "\"p99\": %.0f, \"max\": %.0f}, \"stopped_fraction_max\": %.6f, "
+			       "\"cprof_cpu_ns\": %.0f, \"session_ns\": %.0f",
+			       median_of(r, M_SAMPLES), median_of(r, M_STOPS),
+			       median_of(r, M_STOP_P50), median_of(r, M_STOP_P99),
+			       median_of(r, M_STOP_MAX), median_of(r, M_STOPPED_FRACTION),
+			       median_of(r, M_CPROF_CPU), median_of(r, M_SESSION));
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+/* "median (min..max)" in seconds. */
+static void seconds_cell(char *buf, size_t size, const struct result *r, enum metric m)
+{
+	struct summary s = summarize(r->v[m], r->runs);
+
+	snprintf(buf, size, "%.3f (%.3f..%.3f)", s.median / 1e9, s.min / 1e9, s.max / 1e9);
+}
+
+static void print_table(const struct overhead *o)
+{
+	char wall[64], cpu[64], slow[32], stop[64], frac[16];
+	size_t i;
+
+	printf("cprof overhead:");
+	for (i = 0; o->cmd[i]; i++)
+		printf(" %s", o->cmd[i]);
+	printf("; -F %u, %s mode, %lu runs, %ld CPUs\n", o->s.hz,
+	       o->s.mode == SAMPLER_WALL ? "wall" : "cpu", o->runs, sysconf(_SC_NPROCESSORS_ONLN));
+	printf("%-15s %4s  %-24s  %-24s  %-14s  %-20s  %s\n", "variant", "runs",
+	       "wall s median (min..max)", "CPU s median (min..max)", "slowdown",
+	       "stop us p50/p99/max", "stopped max");
+	for (i = 0; i < N_VARIANTS; i++) {
+		const struct result *r = &o->res[i];
+		double x = slowdown(o, r);
+
+		if (!r->runs) {
+			printf("%-15s %4u  %s\n", variants[i].name, 0u,
+			       r->skipped ? "not measured (no " INPROC_LIB ")" : "not measured");
+			continue;
+		}
+		seconds_cell(wall, sizeof(wall), r, M_WALL);
+		seconds_cell(cpu, sizeof(cpu), r, M_CPU);
+		if (x > 0)
+			snprintf(slow, sizeof(slow), "x%.3f %+.1f%%", x, (x - 1) * 100);
+		else
+			snprintf(slow, sizeof(slow), "-");
+		snprintf(stop, sizeof(stop), "-");
+		snprintf(frac, sizeof(frac), "-");
+		if (variants[i].kind == KIND_PTRACE) {
+			snprintf(stop, sizeof(stop), "%.0f/%.0f/%.0f", median_of(r, M_STOP_P50) / 1e3,
+				 median_of(r, M_STOP_P99) / 1e3, median_of(r, M_STOP_MAX) / 1e3);
+			snprintf(frac, sizeof(frac), "%.2f%%", 100 * median_of(r, M_STOPPED_FRACTION));
+		}
+		printf("%-15s %4u  %-24s  %-24s  %-14s  %-20s  %s\n", variants[i].name, r->runs,
+		       wall, cpu, slow, stop, frac);
+	}
+	printf("CPU is the command's user+system time (ptrace: less cprof's sampling thread; "
+	       "inproc: the sampler included); stop figures are medians over runs.\n");
+}
+
+static bool measured_any(const struct overhead *o)
+{
+	size_t i;
+
+	for (i = 0; i < N_VARIANTS; i++)
+		if (o->res[i].runs)
+			return true;
+	return false;
+}
+
+/* Empties and removes the temporary directory (a killed writer may have left
+ * its hidden temporary file there). */
+static void remove_dir(const char *dir)
+{
+	struct dirent *de;
+	char path[PATH_MAX + 256];
+	DIR *d = opendir(dir);
+
+	if (d) {
+		while ((de = readdir(d)) != NULL) {
+			if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	if (rmdir(dir) < 0)
+		cli_error("cannot remove '%s': %s (remove it by hand)", dir, strerror(errno));
+}
+
+static int parse_args(int argc, char **argv, struct overhead *o)
+{
+	static const struct option opts[] = {
+		{ "frequency", required_argument, NULL, 'F' },
+		{ "runs", required_argument, NULL, 'n' },
+		{ "mode", required_argument, NULL, CLI_OPT_MODE },
+		{ "json", no_argument, NULL, CLI_OPT_JSON },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, code;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+hF:n:q", opts, NULL)) != -1) {
+		switch (c) {
+		case 'F':
+		case CLI_OPT_MODE:
+		case CLI_OPT_JSON:
+		case 'q':
+			/* Shared with record, and checked the same way. */
+			code = cli_session_option(&o->s, c, optarg);
+			if (code >= 0)
+				return code;
+			break;
+		case 'n':
+			if (cli_parse_ulong(optarg, 1, MAX_RUNS, &o->runs) < 0) {
+				cli_error("overhead: invalid run count '%s': must be 1..%d", optarg,
+					  MAX_RUNS);
+				return CPROF_EXIT_USAGE;
+			}
+			break;
+		case 'h':
+			overhead_usage(stdout);
+			return CPROF_EXIT_OK;
+		default:
+			if (optopt && strchr("Fn", optopt))
+				cli_error("overhead: option -%c needs a value (see 'cprof overhead "
+					  "--help')", optopt);
+			else
+				cli_error("overhead: unknown option '%s' (see 'cprof overhead --help')",
+					  argv[optind - 1]);
+			return CPROF_EXIT_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		cli_error("overhead: which command? give it after --, e.g. cprof overhead -- ./bench");
+		return CPROF_EXIT_USAGE;
+	}
+	o->cmd = argv + optind;
+	snprintf(o->hz, sizeof(o->hz), "%u", o->s.hz);
+	return -1;
+}
+
+static int make_dir(struct overhead *o)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	if ((size_t)snprintf(o->dir, sizeof(o->dir), "%s/cprof-overhead.XXXXXX", tmp) >=
+	    sizeof(o->dir) || !mkdtemp(o->dir)) {
+		cli_error("cannot create a directory in '%s': %s (set TMPDIR to a writable "
+			  "directory)", tmp, strerror(errno));
+		return -1;
+	}
+	snprintf(o->profile, sizeof(o->profile), "%s/profile.pb.gz", o->dir);
+	snprintf(o->out_path, sizeof(o->out_path), "%s/stdout", o->dir);
+	return 0;
+}
+
+int cmd_overhead(int argc, char **argv)
+{
+	struct overhead *o;
+	char **argv_buf = NULL;
+	unsigned round;
+	size_t vi, n;
+	int code, ret = CPROF_EXIT_OK;
+
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		cli_error("cannot allocate memory for the results");
+		return CPROF_EXIT_FATAL;
+	}
+	cli_session_defaults(&o->s);
+	o->runs = DEFAULT_RUNS;
+	code = parse_args(argc, argv, o);
+	if (code >= 0) {
+		ret = code;
+		goto free_o;
+	}
+	for (n = 0; o->cmd[n]; n++)
+		;
+	argv_buf = calloc(RECORD_ARGC + n + 1, sizeof(*argv_buf));
+	if (!argv_buf) {
+		cli_error("cannot allocate memory for the command line");
+		ret = CPROF_EXIT_FATAL;
+		goto free_o;
+	}
+	if (!have_inproc_library()) {
+		cli_error("cannot find '%s' beside cprof or in %s: the inproc variant is not "
+			  "measured (build or install it)", INPROC_LIB, PKGLIBDIR);
+		o->res[N_VARIANTS - 1].skipped = true;
+		ret = CPROF_EXIT_PARTIAL;
+	}
+	if (make_dir(o) < 0) {
+		ret = CPROF_EXIT_FATAL;
+		goto free_argv;
+	}
+	/* Ctrl-C reaches the command through the terminal and ends the run
+	 * with a status that stops the measurement; cprof stays to clean up. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	o->complete = true;
+	for (round = 0; round < o->runs && o->complete; round++) {
+		for (vi = 0; vi < N_VARIANTS; vi++) {
+			if (o->res[vi].skipped)
+				continue;
+			code = run_variant(o, vi, argv_buf, round);
+			if (code >= 0) {
+				/* One failed run spoils the comparison: stop,
+				 * and show what was measured. */
+				o->complete = false;
+				ret = code;
+				break;
+			}
+		}
+		if (!o->s.quiet && o->complete)
+			print_progress(o, round);
+	}
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	remove_dir(o->dir);
+	if (ret != CPROF_EXIT_FATAL) {
+		if (o->s.json)
+			print_json(o);
+		else if (measured_any(o))
+			print_table(o);
+	}
+free_argv:
+	free(argv_buf);
+free_o:
+	free(o);
+	return ret;
+}

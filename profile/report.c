@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: MIT */
+/* Flat/cumulative aggregation of a read-back profile, and diffs of two such reports. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "profile/report.h"
+
+struct rpt_node {
+	struct prof_rpt_row row;
+	size_t stamp;		/* last sample (index + 1) counted in cum */
+	bool inline_in, call_in;	/* reached by an inline / a real call */
+};
+
+/* Open addressing; slots hold node index + 1 (0: empty). */
+struct node_map {
+	size_t *slots;
+	size_t cap;		/* power of two */
+};
+
+/* Location pointer -> its nodes: loc_nodes[start .. start + count). */
+struct loc_slot {
+	const struct prof_rd_location *loc;
+	size_t start, count;
+};
+
+struct rpt_owner {
+	struct prof_rpt pub;	/* first: prof_rpt_free casts back */
+	char **pool;		/* names made up here: "[libc.so.6]" */
+	size_t n_pool, cap_pool;
+};
+
+struct builder {
+	struct rpt_owner *o;
+	enum prof_rpt_by by;
+	struct rpt_node *nodes;
+	size_t n_nodes, cap_nodes;
+	struct node_map map;
+	struct loc_slot *locs;
+	size_t loc_cap, n_locs;
+	size_t *loc_nodes;
+	size_t n_loc_nodes, cap_loc_nodes;
+};
+
+static int grow(void *arrp, size_t *cap, size_t need, size_t size)
+{
+	void **arr = arrp;
+	size_t ncap = *cap ? *cap : 64;
+	void *n;
+
+	if (need <= *cap)
+		return 0;
+	while (ncap < need)
+		ncap *= 2;
+	n = realloc(*arr, ncap * size);
+	if (!n)
+		return -ENOMEM;
+	*arr = n;
+	*cap = ncap;
+	return 0;
+}
+
+static uint64_t hash_key(const char *name, const char *file, int64_t line)
+{
+	uint64_t h = 1469598103934665603ull;
+	const unsigned char *s;
+
+	for (s = (const unsigned char *)name; *s; s++)
+		h = (h ^ *s) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (s = (const unsigned char *)file; *s; s++)
+		h = (h ^ *s) * 1099511628211ull;
+	h = (h ^ (uint64_t)line) * 1099511628211ull;
+	return h ^ (h >> 29);
+}
+
+static uint64_t hash_ptr(const void *p)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+
+	return h ^ (h >> 31);
+}
+
+static bool same_key(const struct prof_rpt_row *r, const char *name, const char *file,
+		     int64_t line)
+{
+	return r->line == line && strcmp(r->name, name) == 0 && strcmp(r->file, file) == 0;
+}
+
+static int map_rehash(struct builder *b)
+{
+	size_t cap = b->map.cap ? b->map.cap * 2 : 1024, i, j;
+	size_t *slots = calloc(cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (i = 0; i < b->n_nodes; i++) {
+		const struct prof_rpt_row *r = &b->nodes[i].row;
+
+		j = hash_key(r->name, r->file, r->line) & (cap - 1);
+		while (slots[j])
+			j = (j + 1) & (cap - 1);
+		slots[j] = i + 1;
+	}
+	free(b->map.slots);
+	b->map.slots = slots;
+	b->map.cap = cap;
+	return 0;
+}
+
+/* Keeps a made-up name for the report's lifetime. */
+static const char *pool_keep(struct rpt_owner *o, const char *s)
+{
+	char *copy;
+
+	if (grow(&o->pool, &o->cap_pool, o->n_pool + 1, sizeof(*o->pool)) < 0)
+		return NULL;
+	copy = strdup(s);
+	if (copy)
+		o->pool[o->n_pool++] = copy;
+	return copy;
+}
+
+/* node_get's flags: which strings are temporaries, copied on creation. */
+enum { TEMP_NAME = 1, TEMP_FILE = 2 };
+
+/* The node of (name, file, line), created when new.  *idx receives its index. */
+static int node_get(struct builder *b, const char *name, const char *file, int64_t line,
+		    int temp, size_t *idx)
+{
+	size_t j;
+	int ret;
+
+	if (2 * (b->n_nodes + 1) > b->map.cap) {
+		ret = map_rehash(b);
+		if (ret < 0)
+			return ret;
+	}
+	j = hash_key(name, file, line) & (b->map.cap - 1);
+	for (; b->map.slots[j]; j = (j + 1) & (b->map.cap - 1)) {
+		if (same_key(&b->nodes[b->map.slots[j] - 1].row, name, file, line)) {
+			*idx = b->map.slots[j] - 1;
+			return 0;
+		}
+	}
+	if (grow(&b->nodes, &b->cap_nodes, b->n_nodes + 1, sizeof(*b->nodes)) < 0)
+		return -ENOMEM;
+	if (temp & TEMP_NAME) {
+		name = pool_keep(b->o, name);
+		if (!name)
+			return -ENOMEM;
+	}
+	if (temp & TEMP_FILE) {
+		file = pool_keep(b->o, file);
+		if (!file)
+			return -ENOMEM;
+	}
+	memset(&b->nodes[b->n_nodes], 0, sizeof(b->nodes[0]));
+	b->nodes[b->n_nodes].row.name = name;
+	b->nodes[b->n_nodes].row.file = file;
+	b->nodes[b->n_nodes].row.line = line;
+	b->map.slots[j] = b->n_nodes + 1;
+	*idx = b->n_nodes++;
+	return 0;
+}
+
+/* A frame with no function: "[mapping base name]" or "<unknown>". */
+static int node_unknown(struct builder *b, const struct prof_rd_location *loc, size_t *idx)
+{
+	const char *f = loc->mapping ? loc->mapping->filename : "", *base;
+	char buf[512];
+
+	if (!*f)
+		return node_get(b, "<unknown>", "", 0, 0, idx);
+	base = strrchr(f, '/');
+	base = base ? base + 1 : f;
+	snprintf(buf, sizeof(buf), "[%s]", base);
+	return node_get(b, buf, "", 0, TEMP_NAME, idx);
+}
+
+static int push_loc_node(struct builder *b, size_t idx)
+{
+	if (grow(&b->loc_nodes, &b->cap_loc_nodes, b->n_loc_nodes + 1, sizeof(*b->loc_nodes)) < 0)
+		return -ENOMEM;
+	b->loc_nodes[b->n_loc_nodes++] = idx;
+	return 0;
+}
+
+/*
+ * Go's filepath.Clean, which pprof applies to file names: no "." elements,
+ * no repeated '/', ".." resolved where it can be.  Returns true (with the
+ * result in buf) when that changes path.
+ */
+static bool clean_path(const char *path, char *buf, size_t size)
+{
+	size_t starts[256], depth = 0, n = 0, len;
+	bool rooted = path[0] == '/';
+	const char *p = path, *e;
+
+	if (!*path || strlen(path) >= size)
+		return false;
+	if (rooted)
+		buf[n++] = '/';
+	while (*p) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchr(p, '/');
+		len = e ? (size_t)(e - p) : strlen(p);
+		if (len == 1 && p[0] == '.') {
+			/* nothing */
+		} else if (len == 2 && p[0] == '.' && p[1] == '.') {
+			if (depth && !(n - starts[depth - 1] == 2 &&
+				       memcmp(buf + starts[depth - 1], "..", 2) == 0)) {
+				n = starts[--depth];
+				if (n > (rooted ? 1u : 0u))
+					n--;	/* the '/' before it */
+			} else if (!rooted) {
+				goto push;
+			}
+		} else {
+push:
+			if (depth == sizeof(starts) / sizeof(starts[0]))
+				return false;
+			if (n > (rooted ? 1u : 0u))
+				buf[n++] = '/';
+			starts[depth++] = n;
+			memcpy(buf + n, p, len);
+			n += len;
+		}
+		p += len;
+	}
+	if (n == 0)
+		buf[n++] = '.';
+	buf[n] = '\0';
+	return strcmp(buf, path) != 0;
+}
+
+/* The nodes of loc's frames, innermost first, computed once per location. */
+static int loc_nodes_of(struct builder *b, const struct prof_rd_location *loc,
+			const struct loc_slot **out)
+{
+	struct loc_slot *s;
+	size_t j, i, idx;
+	int ret;
+
+	if (2 * (b->n_locs + 1) > b->loc_cap) {
+		size_t cap = b->loc_cap ? b->loc_cap * 2 : 1024;
+		struct loc_slot *n = calloc(cap, sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		for (i = 0; i < b->loc_cap; i++) {
+			if (!b->locs[i].loc)
+				continue;
+			j = hash_ptr(b->locs[i].loc) & (cap - 1);
+			while (n[j].loc)
+				j = (j + 1) & (cap - 1);
+			n[j] = b->locs[i];
+		}
+		free(b->locs);
+		b->locs = n;
+		b->loc_cap = cap;
+	}
+	j = hash_ptr(loc) & (b->loc_cap - 1);
+	for (; b->locs[j].loc; j = (j + 1) & (b->loc_cap - 1)) {
+		if (b->locs[j].loc == loc) {
+			*out = &b->locs[j];
+			return 0;
+		}
+	}
+	s = &b->locs[j];
+	s->start = b->n_loc_nodes;
+	for (i = 0; i < loc->n_lines; i++) {
+		const struct prof_rd_function *f = loc->lines[i].function;
+		const char *file = f->filename;
+		char clean[4096];
+		int temp = 0;
+
+		/* pprof shows "./nptl/x.c" as "nptl/x.c": the same key here. */
+		if (clean_path(file, clean, sizeof(clean))) {
+			file = clean;
+			temp = TEMP_FILE;
+		}
+		if (b->by == PROF_RPT_FILE) {
+			if (*file)
+				ret = node_get(b, file, file, 0, temp ? TEMP_NAME | TEMP_FILE : 0, &idx);
+			else
+				ret = node_unknown(b, loc, &idx);
+		} else if (!*f->name) {
+			ret = node_unknown(b, loc, &idx);
+		} else {
+			ret = node_get(b, f->name, file,
+				       b->by == PROF_RPT_LINE ? loc->lines[i].line : 0, temp, &idx);
+		}
+		if (ret < 0 || (ret = push_loc_node(b, idx)) < 0)
+			return ret;
+	}
+	if (loc->n_lines == 0) {
+		ret = node_unknown(b, loc, &idx);
+		if (ret < 0 || (ret = push_loc_node(b, idx)) < 0)
+			return ret;
+	}
+	s->loc = loc;
+	s->count = b->n_loc_nodes - s->start;
+	b->n_locs++;
+	*out = s;
+	return 0;
+}
+
+static int cmp_str(const char *a, const char *b)
+{
+	int c = strcmp(a, b);
+
+	return c < 0 ? -1 : c > 0;
+}
+
+static int cmp_key(const struct prof_rpt_row *x, const struct prof_rpt_row *y)
+{
+	int c = cmp_str(x->name, y->name);
+
+	if (c)
+		return c;
+	c = cmp_str(x->file, y->file);
+	if (c)
+		return c;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+static int64_t abs64(int64_t v)
+{
+	return v < 0 ? -v : v;
+}
+
+/* pprof's order for -top: flat, then name, then cum. */
+static int cmp_row(const void *a, const void *b)
+{
+	const struct prof_rpt_row *x = a, *y = b;
+
+	if (abs64(x->flat) != abs64(y->flat))
+		return abs64(x->flat) > abs64(y->flat) ? -1 : 1;
+	if (strcmp(x->name, y->name))
+		return cmp_str(x->name, y->name);
+	if (abs64(x->cum) != abs64(y->cum))
+		return abs64(x->cum) > abs64(y->cum) ? -1 : 1;
+	return cmp_key(x, y);
+}
+
+int prof_rpt_build(const struct prof_rd_profile *p, size_t type, enum prof_rpt_by by,
+		   struct prof_rpt **out)
+{
+	struct builder b;
+	const struct loc_slot *ls;
+	size_t i, j, k;
+	int ret = 0;
+
+	*out = NULL;
+	if (type >= p->n_sample_types)
+		return -EINVAL;
+	memset(&b, 0, sizeof(b));
+	b.by = by;
+	b.o = calloc(1, sizeof(*b.o));
+	if (!b.o)
+		return -ENOMEM;
+	b.o->pub.by = by;
+	b.o->pub.type = type;
+	for (i = 0; i < p->n_samples; i++) {
+		const struct prof_rd_sample *s = &p->samples[i];
+		int64_t v = s->values[type];
+
+		b.o->pub.total += v;
+		for (j = 0; j < s->n_locations; j++) {
+			ret = loc_nodes_of(&b, s->locations[j], &ls);
+			if (ret < 0)
+				goto out;
+			/* The leaf's innermost frame is where the time went. */
+			if (j == 0 && ls->count)
+				b.nodes[b.loc_nodes[ls->start]].row.flat += v;
+			for (k = 0; k < ls->count; k++) {
+				struct rpt_node *n = &b.nodes[b.loc_nodes[ls->start + k]];
+
+				/* How it was called: inlined into the next frame of
+				 * its location, or from the next location. */
+				if (k + 1 < ls->count)
+					n->inline_in = true;
+				else if (j + 1 < s->n_locations)
+					n->call_in = true;
+
+				/* Recursion and inlining put a node on a stack
+				 * more than once; its cum counts the sample once. */
+				if (n->stamp != i + 1) {
+					n->stamp = i + 1;
+					n->row.cum += v;
+				}
+			}
+		}
+	}
+	b.o->pub.rows = calloc(b.n_nodes ? b.n_nodes : 1, sizeof(*b.o->pub.rows));
+	if (!b.o->pub.rows) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < b.n_nodes; i++) {
+		b.o->pub.rows[i] = b.nodes[i].row;
+		b.o->pub.rows[i].inlined = b.nodes[i].inline_in && !b.nodes[i].call_in;
+		b.o->pub.rows[i].partly_inlined = b.nodes[i].inline_in && b.nodes[i].call_in;
+	}
+	b.o->pub.n_rows = b.n_nodes;
+	qsort(b.o->pub.rows, b.n_nodes, sizeof(*b.o->pub.rows), cmp_row);
+	*out = &b.o->pub;
+	b.o = NULL;
+out:
+	prof_rpt_free(b.o ? &b.o->pub : NULL);
+	free(b.nodes);
+	free(b.map.slots);
+	free(b.locs);
+	free(b.loc_nodes);
+	return ret;
+}
+
+void prof_rpt_free(struct prof_rpt *r)
+{
+	struct rpt_owner *o = (struct rpt_owner *)r;
+	size_t i;
+
+	if (!o)
+		return;
+	for (i = 0; i < o->n_pool; i++)
+		free(o->pool[i]);
+	free(o->pool);
+	free(o->pub.rows);
+	free(o);
+}
+
+/* ---- diff ---------------------------------------------------------------- */
+
+static int cmp_row_key(const void *a, const void *b)
+{
+	return cmp_key(*(const struct prof_rpt_row *const *)a, *(const struct prof_rpt_row *const *)b);
+}
+
+static double share(int64_t v, int64_t total)
+{
+	return total ? 100.0 * (double)v / (double)total : 0.0;
+}
+
+static int cmp_diff_row(const void *a, const void *b)
+{
+	const struct prof_diff_row *x = a, *y = b;
+	int c;
+
+	if (fabs(x->d_cum) != fabs(y->d_cum))
+		return fabs(x->d_cum) > fabs(y->d_cum) ? -1 : 1;
+	if (fabs(x->d_flat) != fabs(y->d_flat))
+		return fabs(x->d_flat) > fabs(y->d_flat) ? -1 : 1;
+	/* Unchanged rows: the bigger ones first, as in a report. */
+	if (x->new_cum != y->new_cum)
+		return x->new_cum > y->new_cum ? -1 : 1;
+	c = cmp_str(x->name, y->name);
+	if (c)
+		return c;
+	c = cmp_str(x->file, y->file);
+	if (c)
+		return c;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Report rows by key, for the merge. */
+static const struct prof_rpt_row **sorted_by_key(const struct prof_rpt *r)
+{
+	const struct prof_rpt_row **v = calloc(r->n_rows ? r->n_rows : 1, sizeof(*v));
+	size_t i;
+
+	if (!v)
+		return NULL;
+	for (i = 0; i < r->n_rows; i++)
+		v[i] = &r->rows[i];
+	qsort(v, r->n_rows, sizeof(*v), cmp_row_key);
+	return v;
+}
+
+int prof_diff_build(const struct prof_rpt *base, const struct prof_rpt *new_rpt,
+		    struct prof_diff **out)
+{
+	const struct prof_rpt_row **a = NULL, **b = NULL;
+	struct prof_diff *d = NULL;
+	size_t i = 0, j = 0;
+	int ret = 0;
+
+	*out = NULL;
+	if (base->by != new_rpt->by)
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	a = sorted_by_key(base);
+	b = sorted_by_key(new_rpt);
+	if (d)
+		d->rows = calloc(base->n_rows + new_rpt->n_rows + 1, sizeof(*d->rows));
+	if (!d || !a || !b || !d->rows) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	while (i < base->n_rows || j < new_rpt->n_rows) {
+		struct prof_diff_row *r = &d->rows[d->n_rows++];
+		const struct prof_rpt_row *x = NULL, *y = NULL;
+		int c;
+
+		if (i == base->n_rows)
+			c = 1;
+		else if (j == new_rpt->n_rows)
+			c = -1;
+		else
+			c = cmp_key(a[i], b[j]);
+		if (c <= 0)
+			x = a[i++];
+		if (c >= 0)
+			y = b[j++];
+		r->name = (x ? x : y)->name;
+		r->file = (x ? x : y)->file;
+		r->line = (x ? x : y)->line;
+		r->in_base = x != NULL;
+		r->in_new = y != NULL;
+		if (x) {
+			r->base_flat = share(x->flat, base->total);
+			r->base_cum = share(x->cum, base->total);
+		}
+		if (y) {
+			r->new_flat = share(y->flat, new_rpt->total);
+			r->new_cum = share(y->cum, new_rpt->total);
+		}
+		r->d_flat = r->new_flat - r->base_flat;
+		r->d_cum = r->new_cum - r->base_cum;
+		if (r->d_cum > d->max_growth)
+			d->max_growth = r->d_cum;
+	}
+	qsort(d->rows, d->n_rows, sizeof(*d->rows), cmp_diff_row);
+	*out = d;
+	d = NULL;
+out:
+	prof_diff_free(d);
+	free(a);
+	free(b);
+	return ret;
+}
+
+void prof_diff_free(struct prof_diff *d)
+{
+	if (!d)
+		return;
+	free(d->rows);
+	free(d);
+}
+
+/* ---- values with units ------------------------------------------------------ */
+
+/* Units a profile may state, and the family and factor each belongs to. */
+static const struct {
+	const char *name;
+	int family;		/* 1: time (ns), 2: memory (bytes) */
+	double factor;
+} in_units[] = {
+	{ "nanoseconds", 1, 1 }, { "nanosecond", 1, 1 }, { "ns", 1, 1 },
+	{ "microseconds", 1, 1e3 }, { "microsecond", 1, 1e3 }, { "us", 1, 1e3 },
+	{ "milliseconds", 1, 1e6 }, { "millisecond", 1, 1e6 }, { "ms", 1, 1e6 },
+	{ "seconds", 1, 1e9 }, { "second", 1, 1e9 }, { "s", 1, 1e9 },
+	{ "bytes", 2, 1 }, { "byte", 2, 1 }, { "b", 2, 1 },
+	{ "kilobytes", 2, 1024 }, { "kb", 2, 1024 },
+	{ "megabytes", 2, 1024.0 * 1024 }, { "mb", 2, 1024.0 * 1024 },
+};
+
+/* What pprof scales to: the largest unit the value reaches. */
+static const struct {
+	const char *name;
+	int family;
+	double factor;
+} out_units[] = {
+	{ "ns", 1, 1 }, { "us", 1, 1e3 }, { "ms", 1, 1e6 }, { "s", 1, 1e9 },
+	{ "hrs", 1, 3600e9 },
+	{ "B", 2, 1 }, { "kB", 2, 1024.0 }, { "MB", 2, 1024.0 * 1024 },
+	{ "GB", 2, 1024.0 * 1024 * 1024 }, { "TB", 2, 1024.0 * 1024 * 1024 * 1024 },
+	{ "PB", 2, 1024.0 * 1024 * 1024 * 1024 * 1024 },
+};
+
+char *prof_rpt_format_value(char *buf, size_t size, int64_t v, const char *unit)
+{
+	const char *to = NULL, *neg = v < 0 ? "-" : "";
+	double x = 0, best = 0;
+	size_t i, n;
+	int family = 0;
+
+	for (i = 0; unit && i < sizeof(in_units) / sizeof(in_units[0]); i++) {
+		if (strcasecmp(unit, in_units[i].name) == 0) {
+			family = in_units[i].family;
+			x = fabs((double)v) * in_units[i].factor;
+			break;
+		}
+	}
+	if (!family) {
+		snprintf(buf, size, "%" PRId64, v);
+		return buf;
+	}
+	for (i = 0; i < sizeof(out_units) / sizeof(out_units[0]); i++) {
+		if (out_units[i].family == family && x / out_units[i].factor >= 1.0 &&
+		    out_units[i].factor >= best) {
+			best = out_units[i].factor;
+			to = out_units[i].name;
+		}
+	}
+	if (!to) {
+		snprintf(buf, size, "0");
+		return buf;
+	}
+	snprintf(buf, size, "%s%.2f", neg, x / best);
+	n = strlen(buf);
+	if (n > 3 && strcmp(buf + n - 3, ".00") == 0)
+		buf[n - 3] = '\0';
+	n = strlen(buf);
+	snprintf(buf + n, size > n ? size - n : 0, "%s", to);
+	return buf;
+}
