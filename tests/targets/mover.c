@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/* mover: live profiling target whose CPU split between fn_a and fn_b is a flag.
+ *
+ * mover [-p PERCENT] [-s SECONDS] [-r READYFILE]
+ *
+ * The main thread spins for SECONDS in the noinline chain main -> run ->
+ * fn_a / fn_b; out of every 100 work units PERCENT (default 50) run in fn_a
+ * and the rest in fn_b, both the same fixed arithmetic loop.  Two runs with
+ * different PERCENT make a known move of work for `cprof diff` to find.  A
+ * checksum with a closed form catches a profiler that corrupts the target
+ * ("result: BAD"), else "result: OK".  READYFILE is written once it runs. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* noipa: identical functions must stay two functions (no ICF, no clones). */
+#define NOINLINE __attribute__((noinline, noipa))
+
+#define LOOP 4000u		/* arithmetic steps per work unit */
+
+/* sum_{k<LOOP} (3k + x) */
+static uint64_t unit_expected(uint64_t x)
+{
+	return 3u * (uint64_t)LOOP * (LOOP - 1) / 2 + (uint64_t)LOOP * x;
+}
+
+NOINLINE static uint64_t fn_a(uint64_t x)
+{
+	volatile uint64_t acc = 0;
+	for (unsigned k = 0; k < LOOP; k++)
+		acc += 3u * k + x;
+	return acc;
+}
+
+NOINLINE static uint64_t fn_b(uint64_t x)
+{
+	volatile uint64_t acc = 0;
+	for (unsigned k = 0; k < LOOP; k++)
+		acc += 3u * k + x;
+	return acc;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Work in rounds of 100 units until the deadline; returns the rounds done. */
+NOINLINE static uint64_t run(int percent, double seconds, uint64_t *sum)
+{
+	double end = now_s() + seconds;
+	uint64_t rounds = 0;
+
+	do {
+		for (int i = 0; i < 100; i++)
+			*sum += i < percent ? fn_a((uint64_t)i) : fn_b((uint64_t)i);
+		rounds++;
+	} while (now_s() < end);
+	return rounds;
+}
+
+static int write_ready(const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -1;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fputs("ready\n", f);
+	if (fclose(f) != 0)
+		return -1;
+	return rename(tmp, path);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: mover [-p PERCENT] [-s SECONDS] [-r READYFILE]\n");
+	exit(64);
+}
+
+int main(int argc, char **argv)
+{
+	const char *ready = NULL;
+	double seconds = 2;
+	int percent = 50, opt;
+	uint64_t sum = 0, want = 0, rounds;
+
+	while ((opt = getopt(argc, argv, "p:s:r:")) != -1) {
+		switch (opt) {
+		case 'p': percent = atoi(optarg); break;
+		case 's': seconds = strtod(optarg, NULL); break;
+		case 'r': ready = optarg; break;
+		default: usage();
+		}
+	}
+	if (percent < 0 || percent > 100 || !(seconds > 0))
+		usage();
+	if (ready && write_ready(ready) != 0) {
+		fprintf(stderr, "mover: cannot write '%s': %s\n", ready, strerror(errno));
+		return 2;
+	}
+	rounds = run(percent, seconds, &sum);
+	for (int i = 0; i < 100; i++)
+		want += unit_expected((uint64_t)i);
+	if (sum != want * rounds) {
+		printf("result: BAD rounds=%llu sum=%llu expected=%llu\n",
+		       (unsigned long long)rounds, (unsigned long long)sum,
+		       (unsigned long long)(want * rounds));
+		return 1;
+	}
+	printf("result: OK\n");
+	return fflush(stdout) != 0 ? 2 : 0;
+}
