@@ -1,0 +1,142 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Build and run cprof's libFuzzer harnesses (not part of the test suite).
+#
+# usage: fuzz/run.sh BUILD_DIR [SECONDS]
+#
+# BUILD_DIR is a configured and built cprof tree (it provides config.h and
+# the protoc-c output); SECONDS (default 60) is the time per harness.
+# Needs clang with libFuzzer: on Debian 12 the packages clang-14 and
+# libclang-rt-14-dev (run as root, this script installs the latter if
+# -fsanitize=fuzzer does not link).  CC overrides the compiler (default clang).
+#
+#   fuzz-symbolize  ELF/DWARF bytes as the file of a module, through sym_lookup
+#   fuzz-maps       text through sym_maps_parse and sym_maps_find
+#
+# Everything goes to BUILD_DIR/fuzz/: binaries, corpora (kept between runs),
+# logs, and the crashing inputs (artifacts/).  Crashing inputs of at most
+# 64 KiB are copied to fuzz/crashes/ in the source tree, to be kept as
+# reproducers; run one with  BUILD_DIR/fuzz/fuzz-NAME fuzz/crashes/FILE.
+# Exit status 0 when no harness found a crash, 1 when one did, 2 on setup
+# errors.
+set -u
+
+die() { echo "run.sh: $*" >&2; exit 2; }
+say() { echo "run.sh: $*"; }
+
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: fuzz/run.sh BUILD_DIR [SECONDS]"
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "$1" 2>/dev/null && pwd) || die "no build directory '$1'"
+seconds=${2:-60}
+case $seconds in ''|*[!0-9]*) die "SECONDS must be a number of seconds: '$seconds'" ;; esac
+CC=${CC:-clang}
+[ -f "$build/config.h" ] || die "'$build' is not a configured cprof build (no config.h)"
+[ -f "$build/profile/profile.pb-c.h" ] || die "'$build' is not built (no profile/profile.pb-c.h): run make there"
+command -v "$CC" >/dev/null || die "'$CC' not found: install clang (apt-get install clang-14)"
+
+out="$build/fuzz"
+mkdir -p "$out/obj" "$out/artifacts" "$out/seeds" "$root/fuzz/crashes"
+
+# libFuzzer's runtime is in libclang-rt-14-dev on Debian.
+printf 'int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n);\nint LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { return 0; }\n' >"$out/probe.c"
+if ! "$CC" -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" 2>"$out/probe.log"; then
+	if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+		say "-fsanitize=fuzzer does not link: installing libclang-rt-14-dev"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			libclang-rt-14-dev </dev/null || die "apt-get install libclang-rt-14-dev failed"
+		"$CC" -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" 2>"$out/probe.log" ||
+			die "-fsanitize=fuzzer still does not link: $(cat "$out/probe.log")"
+	else
+		die "-fsanitize=fuzzer does not link ($(tail -n 1 "$out/probe.log")): install libclang-rt-14-dev as root"
+	fi
+fi
+
+# ---- build ---------------------------------------------------------------
+PKGS="libdw libelf"
+pkg_cflags=$(pkg-config --cflags $PKGS) || die "pkg-config --cflags $PKGS failed"
+pkg_libs=$(pkg-config --libs $PKGS) || die "pkg-config --libs $PKGS failed"
+SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
+CFLAGS_F="-g -O1 -fno-omit-frame-pointer $SAN -I$root -I$build $pkg_cflags"
+LIB_SRC="symbolize/maps.c symbolize/module.c symbolize/symbolize.c"
+objs=""
+for src in $LIB_SRC; do
+	obj="$out/obj/$(echo "$src" | tr / _).o"
+	"$CC" $CFLAGS_F -fsanitize=fuzzer-no-link -c "$root/$src" -o "$obj" ||
+		die "cannot compile $src"
+	objs="$objs $obj"
+done
+for h in symbolize maps; do
+	# __cxa_demangle (HAVE_CXA_DEMANGLE) comes from the C++ runtime.
+	"$CC" $CFLAGS_F -fsanitize=fuzzer "$root/fuzz/fuzz-$h.c" $objs $pkg_libs -lstdc++ \
+		-o "$out/fuzz-$h" || die "cannot build fuzz-$h"
+done
+say "built $out/fuzz-symbolize and $out/fuzz-maps"
+
+# ---- seeds ---------------------------------------------------------------
+sy="$out/seeds/symbolize"
+mp="$out/seeds/maps"
+rm -rf "$sy" "$mp"
+mkdir -p "$sy" "$mp"
+is_elf() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' ')" = '177ELF' ]; }
+n=0
+for f in "$build"/tests/targets/* "$build"/tests/targets/.libs/* \
+	 /usr/lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libcrypt.so.1 \
+	 /usr/lib/x86_64-linux-gnu/libelf.so.1 /usr/lib/x86_64-linux-gnu/libprotobuf-c.so.1; do
+	f=$(readlink -f "$f" 2>/dev/null) || continue
+	[ -f "$f" ] && is_elf "$f" || continue
+	[ "$(stat -c %s "$f")" -le 262144 ] || continue
+	b=$(basename "$f")
+	cp "$f" "$sy/$b"
+	size=$(stat -c %s "$f")
+	head -c $((size / 3)) "$f" >"$sy/$b.third"
+	head -c $((size / 2)) "$f" >"$sy/$b.half"
+	n=$((n + 1))
+done
+# A small library with only its debug info, and a stripped one.
+if [ -f "$build/tests/targets/libhostile-churn.so" ]; then
+	objcopy --only-keep-debug "$build/tests/targets/libhostile-churn.so" "$sy/churn.debug" 2>/dev/null
+	strip -o "$sy/churn.stripped" "$build/tests/targets/libhostile-churn.so" 2>/dev/null
+fi
+[ "$n" -gt 0 ] || die "no ELF seed found"
+cat /proc/self/maps >"$mp/self"
+cat "/proc/$$/maps" >"$mp/shell"
+printf '%s\n' \
+	'00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon' \
+	'7f0000000000-7f0000001000 r-xp 00001000 00:05 1 /tmp/x (deleted)' \
+	'ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]' >"$mp/synthetic"
+say "seeds: $(ls "$sy" | wc -l) ELF files, $(ls "$mp" | wc -l) maps texts"
+
+# ---- run -----------------------------------------------------------------
+found=0
+for h in symbolize maps; do
+	corpus="$out/corpus-$h"
+	mkdir -p "$corpus"
+	art="$out/artifacts/$h-"
+	log="$out/fuzz-$h.log"
+	before=$(ls "$out/artifacts" | grep -c "^$h-" || true)
+	say "fuzz-$h for $seconds s (log: $log)"
+	ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \
+		"$out/fuzz-$h" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
+		-print_final_stats=1 -artifact_prefix="$art" "$corpus" "$out/seeds/$h" \
+		>"$log" 2>&1
+	rc=$?
+	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
+	crashes=$(ls "$out/artifacts" | grep -c "^$h-" || true)
+	new=$((crashes - before))
+	echo "fuzz-$h: ${execs:-?} executions, exit $rc, $new new crashing input(s), corpus $(ls "$corpus" | wc -l) files"
+	if [ "$rc" -ne 0 ] || [ "$new" -gt 0 ]; then
+		found=1
+		grep -E -A 30 '^==[0-9]+==ERROR|runtime error:|^SUMMARY:|deadly signal|timeout|out-of-memory' "$log" | head -n 60
+		for a in $(ls -t "$out/artifacts" | grep "^$h-" | head -n "$new"); do
+			s=$(stat -c %s "$out/artifacts/$a")
+			if [ "$s" -le 65536 ]; then
+				cp "$out/artifacts/$a" "$root/fuzz/crashes/"
+				echo "fuzz-$h: reproducer fuzz/crashes/$a ($s bytes)"
+			else
+				echo "fuzz-$h: reproducer $out/artifacts/$a ($s bytes, too big for fuzz/crashes/)"
+			fi
+		done
+	fi
+done
+exit "$found"
