@@ -116,6 +116,15 @@ int cli_session_finish_args(struct cli_session *a, const char *cmd, pid_t pid);
 int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		    void (*after_attach)(void *), void *arg, struct sampler_stats *final);
 
+#define CLI_INPROC_LIB "libcprof-inproc.so"
+
+/* The in-process sampler library, beside the cprof binary or installed:
+ * a malloc'd path, or NULL when neither exists. */
+char *cli_inproc_library(void);
+
+/* A command's exit status as a shell reports it: 128+N for signal N. */
+int cli_exit_code_of(int status);
+
 int cmd_attach(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_dump_threads(int argc, char **argv);

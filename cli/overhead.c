@@ -20,7 +20,6 @@
 
 #include "cli/cli.h"
 
-#define INPROC_LIB "libcprof-inproc.so"
 #define DEFAULT_RUNS 5
 #define MAX_RUNS 100
 #define RECORD_ARGC 14		/* cprof record ... --, before the command */
@@ -133,30 +132,13 @@ static double timeval_ns(const struct timeval *tv)
 	return (double)tv->tv_sec * 1e9 + (double)tv->tv_usec * 1e3;
 }
 
-static int exit_code_of(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return CPROF_EXIT_FATAL;
-}
-
-/* Beside the cprof binary first (a build tree), then where make install puts
- * it: the places cprof record --inproc looks. */
 static bool have_inproc_library(void)
 {
-	char exe[PATH_MAX], path[PATH_MAX + sizeof(INPROC_LIB) + 1];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *path = cli_inproc_library();
+	bool found = path != NULL;
 
-	if (n > 0) {
-		exe[n] = '\0';
-		snprintf(path, sizeof(path), "%s/%s", dirname(exe), INPROC_LIB);
-		if (access(path, R_OK) == 0)
-			return true;
-	}
-	snprintf(path, sizeof(path), "%s/%s", PKGLIBDIR, INPROC_LIB);
-	return access(path, R_OK) == 0;
+	free(path);
+	return found;
 }
 
 /* The child side: stdin from /dev/null, stdout to out_fd, exec or report why not. */
@@ -349,7 +331,7 @@ static int run_variant(struct overhead *o, size_t vi, char **argv_buf, unsigned 
 		cli_error("cannot run '%s': %s", file, strerror(-ret));
 		return CPROF_EXIT_FATAL;
 	}
-	code = exit_code_of(status);
+	code = cli_exit_code_of(status);
 	if (code != 0) {
 		/* Under cprof record, its own errors (already on stderr) show
 		 * here as its exit status too. */
@@ -513,7 +495,7 @@ static void print_table(const struct overhead *o)
 
 		if (!r->runs) {
 			printf("%-15s %4u  %s\n", variants[i].name, 0u,
-			       r->skipped ? "not measured (no " INPROC_LIB ")" : "not measured");
+			       r->skipped ? "not measured (no " CLI_INPROC_LIB ")" : "not measured");
 			continue;
 		}
 		seconds_cell(wall, sizeof(wall), r, M_WALL);
@@ -668,7 +650,7 @@ int cmd_overhead(int argc, char **argv)
 	}
 	if (!have_inproc_library()) {
 		cli_error("cannot find '%s' beside cprof or in %s: the inproc variant is not "
-			  "measured (build or install it)", INPROC_LIB, PKGLIBDIR);
+			  "measured (build or install it)", CLI_INPROC_LIB, PKGLIBDIR);
 		o->res[N_VARIANTS - 1].skipped = true;
 		ret = CPROF_EXIT_PARTIAL;
 	}

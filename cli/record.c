@@ -16,7 +16,6 @@
 
 #include "cli/cli.h"
 
-#define INPROC_LIB "libcprof-inproc.so"
 
 struct child {
 	pid_t pid;
@@ -47,16 +46,7 @@ static void record_usage(FILE *f)
 		"  -q, --quiet            no summary line on stderr\n"
 		"      --json             the summary as one JSON object on stdout\n"
 		"  -h, --help             this help\n",
-		INPROC_LIB);
-}
-
-static int exit_code_of(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return CPROF_EXIT_FATAL;
+		CLI_INPROC_LIB);
 }
 
 /* The child side: wait for the go, exec, or report why not. */
@@ -144,27 +134,6 @@ static int wait_child(pid_t pid, int *status)
 	return 0;
 }
 
-static char *inproc_library(void)
-{
-	char exe[PATH_MAX], *dir, *path = NULL;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	/* Beside the cprof binary first (a build tree), then where make
-	 * install puts it. */
-	if (n > 0) {
-		exe[n] = '\0';
-		dir = dirname(exe);
-		if (asprintf(&path, "%s/%s", dir, INPROC_LIB) >= 0 && access(path, R_OK) == 0)
-			return path;
-		free(path);
-		path = NULL;
-	}
-	if (asprintf(&path, "%s/%s", PKGLIBDIR, INPROC_LIB) >= 0 && access(path, R_OK) == 0)
-		return path;
-	free(path);
-	return NULL;
-}
-
 static int record_inproc(const struct cli_session *a, char **argv)
 {
 	char *lib, *preload = NULL, *out_abs = NULL, hz[16];
@@ -173,9 +142,9 @@ static int record_inproc(const struct cli_session *a, char **argv)
 	struct child ch;
 	int status, code, ret, e;
 
-	lib = inproc_library();
+	lib = cli_inproc_library();
 	if (!lib) {
-		cli_error("cannot find %s beside cprof or in %s (build or install it)", INPROC_LIB,
+		cli_error("cannot find %s beside cprof or in %s (build or install it)", CLI_INPROC_LIB,
 			  PKGLIBDIR);
 		return CPROF_EXIT_FATAL;
 	}
@@ -230,7 +199,7 @@ static int record_inproc(const struct cli_session *a, char **argv)
 		cli_error("cannot run '%s': %s", argv[0], strerror(e));
 		return 127;
 	}
-	code = exit_code_of(status);
+	code = cli_exit_code_of(status);
 	if (stat(a->output, &st) < 0) {
 		cli_error("'%s' ended (status %d) without writing its in-process profile '%s' "
 			  "(killed by a signal, or it called _exit)", argv[0], code, a->output);
@@ -319,7 +288,7 @@ static int record_ptrace(const struct cli_session *a, char **argv)
 		return code;
 	/* The command's status is what scripts rely on; a profile that could
 	 * not be written only shows when the command itself succeeded. */
-	return exit_code_of(status) || code == CPROF_EXIT_OK ? exit_code_of(status) : code;
+	return cli_exit_code_of(status) || code == CPROF_EXIT_OK ? cli_exit_code_of(status) : code;
 }
 
 int cmd_record(int argc, char **argv)

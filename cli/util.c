@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -243,4 +244,34 @@ void cli_json_string(FILE *f, const char *s)
 			fputc(*p, f);
 	}
 	fputc('"', f);
+}
+
+char *cli_inproc_library(void)
+{
+	char exe[PATH_MAX], *path = NULL;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	/* Beside the cprof binary first (a build tree), then where make
+	 * install puts it. */
+	if (n > 0) {
+		exe[n] = '\0';
+		if (asprintf(&path, "%s/%s", dirname(exe), CLI_INPROC_LIB) >= 0 &&
+		    access(path, R_OK) == 0)
+			return path;
+		free(path);
+		path = NULL;
+	}
+	if (asprintf(&path, "%s/%s", PKGLIBDIR, CLI_INPROC_LIB) >= 0 && access(path, R_OK) == 0)
+		return path;
+	free(path);
+	return NULL;
+}
+
+int cli_exit_code_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return CPROF_EXIT_FATAL;
 }

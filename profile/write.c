@@ -14,6 +14,7 @@
 #include <protobuf-c/protobuf-c.h>
 #include <zlib.h>
 
+#include "profile/atomic.h"
 #include "profile/profile.h"
 
 /*
@@ -122,98 +123,14 @@ free_sink:
 	return err;
 }
 
-/*
- * Makes the rename itself durable.  Best effort: by now the new file is
- * complete and in place, and reporting a failure here would claim that
- * nothing was written.
- */
-static void sync_dir(const char *path, size_t dirlen)
+static int fill_profile(int fd, void *arg)
 {
-	char *dir;
-	int fd;
-
-	if (!dirlen) {
-		fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	} else {
-		dir = strndup(path, dirlen);
-		if (!dir)
-			return;
-		fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		free(dir);
-	}
-	if (fd < 0)
-		return;
-	(void)fsync(fd);
-	(void)close(fd);
+	return prof_write_fd(arg, fd);
 }
 
 int prof_write_file(struct prof_builder *b, const char *path)
 {
-	const char *slash, *base;
-	size_t dirlen, baselen;
-	char *tmp;
-	int fd, err;
-
-	if (!path || !*path)
-		return -EINVAL;
-	if (strcmp(path, "-") == 0)
-		return prof_write_fd(b, STDOUT_FILENO);
-
-	slash = strrchr(path, '/');
-	base = slash ? slash + 1 : path;
-	if (!*base)
-		return -EISDIR;
-	dirlen = slash ? (size_t)(slash - path) + 1 : 0;
-	baselen = strlen(base);
-
-	/*
-	 * DIR/.BASE.XXXXXX: the same directory, hence the same file system, so
-	 * that rename is atomic; hidden, so that nobody picks up a partial file.
-	 */
-	tmp = malloc(dirlen + 1 + baselen + sizeof(".XXXXXX"));
-	if (!tmp)
-		return -ENOMEM;
-	memcpy(tmp, path, dirlen);
-	tmp[dirlen] = '.';
-	memcpy(tmp + dirlen + 1, base, baselen);
-	memcpy(tmp + dirlen + 1 + baselen, ".XXXXXX", sizeof(".XXXXXX"));
-
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		goto free_tmp;
-	}
-	/* mkstemp creates 0600; a profile is meant to be read by other tools and users */
-	if (fchmod(fd, 0644) < 0) {
-		err = -errno;
-		goto close_fd;
-	}
-	err = prof_write_fd(b, fd);
-	if (err)
-		goto close_fd;
-	/* without fsync, a crash after rename can leave an empty file under the final name */
-	if (fsync(fd) < 0) {
-		err = -errno;
-		goto close_fd;
-	}
-	/* close reports delayed write errors (NFS, quotas): do not rename a bad file */
-	if (close(fd) < 0) {
-		err = -errno;
-		goto unlink_tmp;
-	}
-	if (rename(tmp, path) < 0) {
-		err = -errno;
-		goto unlink_tmp;
-	}
-	sync_dir(path, dirlen);
-	free(tmp);
-	return 0;
-
-close_fd:
-	(void)close(fd);
-unlink_tmp:
-	(void)unlink(tmp);
-free_tmp:
-	free(tmp);
-	return err;
+	/* A temporary name in the same directory, fsync, rename: a reader
+	 * never sees half a profile, and an error leaves nothing behind. */
+	return prof_atomic_write(path, fill_profile, b);
 }
