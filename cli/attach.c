@@ -27,7 +27,9 @@ static void attach_usage(FILE *f)
 		"                         process (default): stop the sampled threads together\n"
 		"                         (one instant); thread: one at a time\n"
 		"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k)\n"
-		"  -q, --quiet            no summary line on stderr\n"
+		"  -f, --format FMT       pprof (default), collapsed (flamegraph.pl's folded\n"
+		"                         stacks) or svg (an interactive flame graph)\n"
+		"  -q, --quiet            no summary line or status line on stderr\n"
 		"      --json             the summary as one JSON object on stdout\n"
 		"  -h, --help             this help\n");
 }

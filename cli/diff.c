@@ -262,6 +262,15 @@ int cmd_diff(int argc, char **argv)
 	ret = prof_rpt_build(base.p, base_idx, (enum prof_rpt_by)by, &base.r);
 	if (ret == 0)
 		ret = prof_rpt_build(new_side.p, new_idx, (enum prof_rpt_by)by, &new_side.r);
+	if (ret == 0 && (base.r->total == 0 || new_side.r->total == 0)) {
+		/* Shares of nothing are no shares: every function would look
+		 * new (+100 points) and a CI job would report a regression. */
+		cli_error("cannot compare '%s' with '%s': '%s' has no samples of type '%s'",
+			  new_side.path, base.path,
+			  base.r->total == 0 ? base.path : new_side.path, type);
+		code = CPROF_EXIT_FATAL;
+		goto out;
+	}
 	if (ret == 0)
 		ret = prof_diff_build(base.r, new_side.r, &d);
 	if (ret < 0) {

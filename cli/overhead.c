@@ -258,7 +258,9 @@ static int read_record_json(struct overhead *o, struct result *r)
 		goto close_fd;
 	}
 	buf[n] = '\0';
-	for (p = buf; (p = strstr(p, "{\"pid\": ")) != NULL; p++)
+	/* The command's own output comes first and may be binary (NUL bytes
+	 * stop strstr): search the whole buffer, the last object wins. */
+	for (p = buf; (p = memmem(p, (size_t)(buf + n - p), "{\"pid\": ", 8)) != NULL; p++)
 		obj = p;
 	ret = -ENOENT;
 	if (!obj)

@@ -43,7 +43,9 @@ static void record_usage(FILE *f)
 		"      --stack-size N     bytes of stack copied per sample (default 64k)\n"
 		"      --inproc           sample inside COMMAND instead (LD_PRELOAD of %s,\n"
 		"                         SIGPROF timers): the classic way, for comparison\n"
-		"  -q, --quiet            no summary line on stderr\n"
+		"  -f, --format FMT       pprof (default), collapsed (flamegraph.pl's folded\n"
+		"                         stacks) or svg (an interactive flame graph)\n"
+		"  -q, --quiet            no summary line or status line on stderr\n"
 		"      --json             the summary as one JSON object on stdout\n"
 		"  -h, --help             this help\n",
 		CLI_INPROC_LIB);
@@ -336,6 +338,10 @@ int cmd_record(int argc, char **argv)
 	}
 	if (inproc && a.duration_ns) {
 		cli_error("record: --inproc profiles until the command exits; -d does not apply");
+		return CPROF_EXIT_USAGE;
+	}
+	if (inproc && a.format != CLI_FORMAT_PPROF) {
+		cli_error("record: --inproc writes pprof only (the command writes it); -f does not apply");
 		return CPROF_EXIT_USAGE;
 	}
 	if (inproc && stop_given) {
