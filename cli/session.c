@@ -36,10 +36,13 @@ void cli_session_defaults(struct cli_session *a)
 	a->hz = 100;
 	a->stack_size = 64u << 10;
 	a->mode = SAMPLER_CPU;
-	/* Measured on 2 CPUs with 2 busy threads (median stop): process
-	 * 20-30 us in every run; thread 26 us to 3 ms, as the resumed
-	 * thread and cprof then compete for the CPU the next stop needs. */
-	a->stop = SAMPLER_STOP_PROCESS;
+	/* bench/stop-time.sh and bench/throughput.sh on a quiet 2-CPU
+	 * machine, 2 busy threads: median stop 33 us with thread, 53 us
+	 * with process (which holds each copied thread while the next is
+	 * copied); at 100 Hz, stopped share 0.37% vs 0.52%.  (Measured
+	 * earlier under load, before the 2 ms hold limit and the raised
+	 * priority, process looked better: see the README.) */
+	a->stop = SAMPLER_STOP_THREAD;
 }
 
 int cli_session_option(struct cli_session *a, int c, const char *arg)

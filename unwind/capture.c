@@ -246,16 +246,14 @@ static void interrupt_thread(struct cap_ctx *x, size_t i)
 	}
 }
 
-/* Phase two: stop what must be stopped, all together; re-check the
- * blocked ones while those are held; resume all together. */
-static void stop_phase(struct cap_ctx *x)
+/* Interrupts every thread marked want_stop and waits for their stops: they
+ * are held (on_stop).  Returns when the first was interrupted, 0 if none. */
+static uint64_t stop_wanted(struct cap_ctx *x)
 {
-	struct capture *c = x->c;
 	uint64_t t0 = 0;
 	size_t i;
-	int round;
 
-	for (i = 0; i < c->n; i++) {
+	for (i = 0; i < x->c->n; i++) {
 		if (!x->p[i].want_stop)
 			continue;
 		if (!t0)
@@ -264,33 +262,68 @@ static void stop_phase(struct cap_ctx *x)
 	}
 	if (t0)
 		wait_stops(x);
+	return t0;
+}
+
+/* The threads read in place that ran since: their copies may mix two
+ * moments, so they are marked to be stopped instead.  Returns how many. */
+static size_t recheck_blocked(struct cap_ctx *x)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < x->c->n; i++) {
+		struct procfs_sched now;
+
+		if (x->c->threads[i].how != CAPTURE_BLOCKED)
+			continue;
+		if (procfs_read_sched(x->p[i].sched_fd, &now) == 0 &&
+		    now.run_ns == x->p[i].sched.run_ns && now.slices == x->p[i].sched.slices)
+			continue;
+		x->c->threads[i].how = CAPTURE_NONE;
+		x->p[i].want_stop = true;
+		n++;
+	}
+	return n;
+}
+
+/*
+ * Phase two.  First the quick way: stop the running threads together, copy
+ * them, resume them together, and only then re-check the threads read in
+ * place.  One that did not run between its read and the re-check was in
+ * the same place at the instant the running ones were stopped, so if none
+ * ran, the picture is one instant and the freeze lasted only the copies
+ * (not the re-check of dozens of threads).  If some ran, start over the
+ * sure way: stop the running threads and those again, and hold them while
+ * the others are re-checked, until a re-check finds nobody ran.
+ */
+static void stop_phase(struct cap_ctx *x)
+{
+	struct capture *c = x->c;
+	uint64_t t0, freeze;
+	int round;
+
+	t0 = stop_wanted(x);
+	tracer_resume_held(x->t);
+	freeze = t0 ? tracer_now_ns() - t0 : 0;
+	if (!recheck_blocked(x)) {
+		c->freeze_ns = freeze;
+		return;
+	}
+	t0 = stop_wanted(x);
 	for (round = 0; round < VALIDATE_ROUNDS; round++) {
-		bool changed = false;
+		size_t i;
 
-		for (i = 0; i < c->n; i++) {
-			struct procfs_sched now;
-
-			if (c->threads[i].how != CAPTURE_BLOCKED)
-				continue;
-			if (procfs_read_sched(x->p[i].sched_fd, &now) == 0 &&
-			    now.run_ns == x->p[i].sched.run_ns &&
-			    now.slices == x->p[i].sched.slices)
-				continue;
-			/* It ran after its stack was read: that copy may mix
-			 * two moments.  Stop it like a running thread. */
-			if (!t0)
-				t0 = tracer_now_ns();
-			c->threads[i].how = CAPTURE_NONE;
-			interrupt_thread(x, i);
-			changed = true;
-		}
-		if (!changed)
+		if (!recheck_blocked(x))
 			break;
+		for (i = 0; i < c->n; i++)
+			if (x->p[i].want_stop && c->threads[i].how == CAPTURE_NONE)
+				interrupt_thread(x, i);
 		wait_stops(x);
 	}
 	tracer_resume_held(x->t);
-	if (t0)
-		c->freeze_ns = tracer_now_ns() - t0;
+	if (t0 && tracer_now_ns() - t0 > freeze)
+		freeze = tracer_now_ns() - t0;
+	c->freeze_ns = freeze;
 }
 
 static void *capture_main(void *arg)
@@ -303,6 +336,7 @@ static void *capture_main(void *arg)
 	if (x->ret < 0)
 		return NULL;
 	x->c->attached = true;
+	tracer_set_spin(x->t, 1000000);
 	read_blocked(x);
 	stop_phase(x);
 	tracer_release(x->t, &ts);

@@ -31,6 +31,7 @@ struct tracer {
 	size_t n_pending;
 	bool stop_requested;
 	uint64_t fraction_floor_ns;
+	uint64_t spin_ns;
 	struct tracer_stats stats;
 };
 
@@ -294,6 +295,11 @@ void tracer_set_fraction_floor(struct tracer *t, uint64_t ns)
 	t->fraction_floor_ns = ns;
 }
 
+void tracer_set_spin(struct tracer *t, uint64_t ns)
+{
+	t->spin_ns = ns;
+}
+
 
 static void account_stop(struct tracer *t, struct tracer_thread *th)
 {
@@ -514,6 +520,18 @@ int tracer_poll(struct tracer *t, uint64_t timeout_ns)
 	if (drain(t) > 0 || timeout_ns == 0 || status_mask(t)) {
 		r = read_signals(t);
 		return r < 0 ? r : status_mask(t);
+	}
+	if (t->n_pending && t->spin_ns) {
+		/* See tracer_set_spin: poll instead of sleeping until SIGCHLD
+		 * wakes us, so the wake-up latency is not added to a stop. */
+		uint64_t until = tracer_now_ns() + (t->spin_ns < timeout_ns ? t->spin_ns : timeout_ns);
+
+		while (tracer_now_ns() < until) {
+			if (drain(t) > 0) {
+				r = read_signals(t);
+				return r < 0 ? r : status_mask(t);
+			}
+		}
 	}
 	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
 	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
