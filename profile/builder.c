@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/internal.h"
 #include "profile/profile.h"
 #include "profile/profile.pb-c.h"
 
@@ -117,38 +118,6 @@ struct prof_builder {
 };
 
 /* ---- small helpers --------------------------------------------------- */
-
-/*
- * Grows the array *arrayp (of elements of size bytes, capacity *cap) to hold
- * at least need elements.  arrayp is the address of any object pointer; it is
- * accessed through memcpy so that one helper serves every element type.
- */
-static int grow(void *arrayp, size_t *cap, size_t need, size_t size)
-{
-	void *old, *p;
-	size_t ncap;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 16;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / size)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	memcpy(&old, arrayp, sizeof(old));
-	p = realloc(old, ncap * size);
-	if (!p)
-		return -ENOMEM;
-	memcpy(arrayp, &p, sizeof(p));
-	*cap = ncap;
-	return 0;
-}
-
-static uint64_t hash_mix(uint64_t h, uint64_t v)
-{
-	return ((h << 5 | h >> 59) ^ v) * 0x9e3779b97f4a7c15ULL;
-}
 
 static uint32_t hash_finish(uint64_t h)
 {
@@ -364,7 +333,7 @@ static int intern(struct prof_builder *b, const char *s, int64_t *index)
 		err = -ENOMEM;
 		goto free_clean;
 	}
-	err = grow(&b->strs, &b->cap_strs, b->n_strs + 1, sizeof(*b->strs));
+	err = prof_grow(&b->strs, &b->cap_strs, b->n_strs + 1, sizeof(*b->strs), 16);
 	if (!err)
 		err = htab_reserve(&b->str_tab);
 	if (err)
@@ -411,7 +380,7 @@ int prof_builder_create(struct prof_builder **out,
 		return -ENOMEM;
 
 	/* string_table[0] must be "": pprof treats index 0 as "no string" */
-	err = grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs));
+	err = prof_grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs), 16);
 	if (err)
 		goto destroy_builder;
 	b->strs[0] = strdup("");
@@ -494,7 +463,7 @@ int prof_add_comment(struct prof_builder *b, const char *text)
 
 	if (!text)
 		return -EINVAL;
-	err = grow(&b->comments, &b->cap_comments, b->n_comments + 1, sizeof(*b->comments));
+	err = prof_grow(&b->comments, &b->cap_comments, b->n_comments + 1, sizeof(*b->comments), 16);
 	if (err)
 		return err;
 	err = intern(b, text, &index);
@@ -512,7 +481,7 @@ int prof_add_mapping(struct prof_builder *b, const struct prof_mapping *m, uint6
 
 	if (!m)
 		return -EINVAL;
-	err = grow(&b->mappings, &b->cap_mappings, b->n_mappings + 1, sizeof(*b->mappings));
+	err = prof_grow(&b->mappings, &b->cap_mappings, b->n_mappings + 1, sizeof(*b->mappings), 16);
 	if (err)
 		return err;
 	err = intern(b, m->filename, &filename);
@@ -543,10 +512,10 @@ static uint32_t function_hash(const struct function *f)
 {
 	uint64_t h = 0;
 
-	h = hash_mix(h, (uint64_t)f->name);
-	h = hash_mix(h, (uint64_t)f->system_name);
-	h = hash_mix(h, (uint64_t)f->filename);
-	h = hash_mix(h, (uint64_t)f->start_line);
+	h = prof_hash_mix(h, (uint64_t)f->name);
+	h = prof_hash_mix(h, (uint64_t)f->system_name);
+	h = prof_hash_mix(h, (uint64_t)f->filename);
+	h = prof_hash_mix(h, (uint64_t)f->start_line);
 	return hash_finish(h);
 }
 
@@ -583,7 +552,7 @@ static int intern_function(struct prof_builder *b, const struct prof_line *l, ui
 			return 0;
 		}
 	}
-	err = grow(&b->functions, &b->cap_functions, b->n_functions + 1, sizeof(*b->functions));
+	err = prof_grow(&b->functions, &b->cap_functions, b->n_functions + 1, sizeof(*b->functions), 16);
 	if (!err)
 		err = htab_reserve(&b->fn_tab);
 	if (err)
@@ -617,9 +586,9 @@ int prof_add_location(struct prof_builder *b, uint64_t mapping_id, uint64_t addr
 	if (b->n_locations >= UINT32_MAX)
 		return -ENOMEM;
 
-	err = grow(&b->locations, &b->cap_locations, b->n_locations + 1, sizeof(*b->locations));
+	err = prof_grow(&b->locations, &b->cap_locations, b->n_locations + 1, sizeof(*b->locations), 16);
 	if (!err)
-		err = grow(&b->lines, &b->cap_lines, b->n_lines + n_kept, sizeof(*b->lines));
+		err = prof_grow(&b->lines, &b->cap_lines, b->n_lines + n_kept, sizeof(*b->lines), 16);
 	if (err)
 		return err;
 
@@ -685,17 +654,17 @@ static int sample_eq(const struct prof_builder *b, uint32_t index, const void *k
 
 static uint32_t sample_hash(const struct sample_key *k)
 {
-	uint64_t h = hash_mix(0, k->n_locs);
+	uint64_t h = prof_hash_mix(0, k->n_locs);
 	size_t i;
 
 	for (i = 0; i < k->n_locs; i++)
-		h = hash_mix(h, k->locs[i]);
-	h = hash_mix(h, k->n_labels);
+		h = prof_hash_mix(h, k->locs[i]);
+	h = prof_hash_mix(h, k->n_labels);
 	for (i = 0; i < k->n_labels; i++) {
-		h = hash_mix(h, (uint64_t)k->labels[i].key);
-		h = hash_mix(h, (uint64_t)k->labels[i].str);
-		h = hash_mix(h, (uint64_t)k->labels[i].num);
-		h = hash_mix(h, (uint64_t)k->labels[i].num_unit);
+		h = prof_hash_mix(h, (uint64_t)k->labels[i].key);
+		h = prof_hash_mix(h, (uint64_t)k->labels[i].str);
+		h = prof_hash_mix(h, (uint64_t)k->labels[i].num);
+		h = prof_hash_mix(h, (uint64_t)k->labels[i].num_unit);
 	}
 	return hash_finish(h);
 }
@@ -709,7 +678,7 @@ static int scratch_labels(struct prof_builder *b, const struct prof_label *label
 	size_t i, j;
 	int err;
 
-	err = grow(&b->scratch, &b->cap_scratch, n, sizeof(*b->scratch));
+	err = prof_grow(&b->scratch, &b->cap_scratch, n, sizeof(*b->scratch), 16);
 	if (err)
 		return err;
 	for (i = 0; i < n; i++) {
@@ -779,15 +748,15 @@ int prof_add_sample(struct prof_builder *b, const uint64_t *location_ids, size_t
 	if (b->n_types && b->n_samples + 1 > SIZE_MAX / b->n_types)
 		return -ENOMEM;
 	/* reserve everything first so that a failure leaves no partial sample */
-	err = grow(&b->samples, &b->cap_samples, b->n_samples + 1, sizeof(*b->samples));
+	err = prof_grow(&b->samples, &b->cap_samples, b->n_samples + 1, sizeof(*b->samples), 16);
 	if (!err)
-		err = grow(&b->sample_locs, &b->cap_sample_locs, b->n_sample_locs + n_locations,
-			   sizeof(*b->sample_locs));
+		err = prof_grow(&b->sample_locs, &b->cap_sample_locs, b->n_sample_locs + n_locations,
+			   sizeof(*b->sample_locs), 16);
 	if (!err)
-		err = grow(&b->labels, &b->cap_labels, b->n_labels + n_labels, sizeof(*b->labels));
+		err = prof_grow(&b->labels, &b->cap_labels, b->n_labels + n_labels, sizeof(*b->labels), 16);
 	if (!err && b->n_types)
-		err = grow(&b->values, &b->cap_values, (b->n_samples + 1) * b->n_types,
-			   sizeof(*b->values));
+		err = prof_grow(&b->values, &b->cap_values, (b->n_samples + 1) * b->n_types,
+			   sizeof(*b->values), 16);
 	if (!err)
 		err = htab_reserve(&b->sample_tab);
 	if (err)

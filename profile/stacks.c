@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "profile/internal.h"
 #include "profile/stacks.h"
 
 /*
@@ -42,42 +43,14 @@ struct prof_stacks {
 	size_t mask;		/* number of slots - 1 */
 };
 
-/* Grows *arrayp (any object pointer, accessed via memcpy) to need elements. */
-static int grow(void *arrayp, size_t *cap, size_t need, size_t size)
-{
-	void *old, *p;
-	size_t ncap;
-
-	if (need <= *cap)
-		return 0;
-	ncap = *cap ? *cap : 64;
-	while (ncap < need) {
-		if (ncap > SIZE_MAX / 2 / size)
-			return -ENOMEM;
-		ncap *= 2;
-	}
-	memcpy(&old, arrayp, sizeof(old));
-	p = realloc(old, ncap * size);
-	if (!p)
-		return -ENOMEM;
-	memcpy(arrayp, &p, sizeof(p));
-	*cap = ncap;
-	return 0;
-}
-
-static uint64_t hash_mix(uint64_t h, uint64_t v)
-{
-	return ((h << 5 | h >> 59) ^ v) * 0x9e3779b97f4a7c15ULL;
-}
-
 static uint32_t stack_hash(uint32_t thread, const struct prof_frame *frames, size_t n)
 {
-	uint64_t h = hash_mix(thread, n);
+	uint64_t h = prof_hash_mix(thread, n);
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		h = hash_mix(h, frames[i].addr);
-		h = hash_mix(h, (uint64_t)frames[i].module << 32 | frames[i].flags);
+		h = prof_hash_mix(h, frames[i].addr);
+		h = prof_hash_mix(h, (uint64_t)frames[i].module << 32 | frames[i].flags);
 	}
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdULL;
@@ -201,13 +174,13 @@ int prof_stacks_add(struct prof_stacks *s, uint32_t thread, const struct prof_fr
 		if (s->n_values && s->n_entries + 1 > SIZE_MAX / s->n_values)
 			return -ENOMEM;
 		/* reserve everything first: a failure must not leave half an entry */
-		err = grow(&s->entries, &s->cap_entries, s->n_entries + 1, sizeof(*s->entries));
+		err = prof_grow(&s->entries, &s->cap_entries, s->n_entries + 1, sizeof(*s->entries), 64);
 		if (!err)
-			err = grow(&s->frames, &s->cap_frames, s->n_frames + n_frames,
-				   sizeof(*s->frames));
+			err = prof_grow(&s->frames, &s->cap_frames, s->n_frames + n_frames,
+				   sizeof(*s->frames), 64);
 		if (!err && s->n_values)
-			err = grow(&s->values, &s->cap_values, (s->n_entries + 1) * s->n_values,
-				   sizeof(*s->values));
+			err = prof_grow(&s->values, &s->cap_values, (s->n_entries + 1) * s->n_values,
+				   sizeof(*s->values), 64);
 		if (!err)
 			err = reserve_slot(s);
 		if (err)
