@@ -58,7 +58,7 @@ struct sampler {
 	struct snap blocked;	/* wall: a blocked thread's copy */
 	struct prof_frame *frames;
 	struct prof_frame *frames2;	/* a second walk of the same copy */
-	struct tracer_thread **pick;	/* this tick's threads to stop */
+	pid_t *pick;		/* this tick's threads to stop */
 	size_t cap_pick;
 	struct label *labels;
 	size_t n_labels, cap_labels;
@@ -515,25 +515,25 @@ static int wait_stops(struct sampler *s)
 static int tick(struct sampler *s)
 {
 	size_t i, n = tracer_thread_count(s->tracer), chosen = 0;
-	struct tracer_thread **pick;
 	int r = 0;
 
 	/* Grown with the thread count, never freed per tick: the hot path
 	 * allocates nothing once the process stops growing. */
 	if (n > s->cap_pick) {
-		pick = realloc(s->pick, n * sizeof(*pick));
-		if (!pick)
+		pid_t *nv = realloc(s->pick, n * sizeof(*nv));
+
+		if (!nv)
 			return -ENOMEM;
-		s->pick = pick;
+		s->pick = nv;
 		s->cap_pick = n;
 	}
-	pick = s->pick;
-	/* Choose first, then stop: the list may change while we wait. */
+	/* Choose first, then stop.  By tid, not by pointer: a thread that
+	 * exits while we wait for another's stop is freed by the tracer. */
 	for (i = 0; i < n; i++) {
 		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
 
 		if (wants_stop(s, th))
-			pick[chosen++] = th;
+			s->pick[chosen++] = th->tid;
 	}
 	if (s->o.stop == SAMPLER_STOP_PROCESS) {
 		/* Hold the copied threads until all are copied, but not for
@@ -542,8 +542,12 @@ static int tick(struct sampler *s)
 		 * median stop of 19 ms, the whole wait).  Past HOLD_MAX_NS the
 		 * held ones run, and late stops are resumed as they come. */
 		s->holding = true;
-		for (i = 0; i < chosen; i++)
-			tracer_interrupt(s->tracer, pick[i]);
+		for (i = 0; i < chosen; i++) {
+			struct tracer_thread *th = thread_by_tid(s, s->pick[i]);
+
+			if (th)
+				tracer_interrupt(s->tracer, th);
+		}
 		r = wait_stops_for(s, HOLD_MAX_NS);
 		s->holding = false;
 		tracer_resume_held(s->tracer);
@@ -551,12 +555,11 @@ static int tick(struct sampler *s)
 			r = wait_stops(s);
 	} else {
 		for (i = 0; i < chosen && r >= 0; i++) {
-			pid_t tid = pick[i]->tid;
+			struct tracer_thread *th = thread_by_tid(s, s->pick[i]);
 
-			/* pick[i] may be freed by an exit seen while waiting */
-			if (!thread_by_tid(s, tid))
+			if (!th)
 				continue;
-			if (tracer_interrupt(s->tracer, pick[i]) == 0)
+			if (tracer_interrupt(s->tracer, th) == 0)
 				r = wait_stops(s);
 			if (s->pending_events & TRACER_EV_GONE)
 				break;
