@@ -608,11 +608,6 @@ size_t tracer_pending_count(const struct tracer *t)
 	return t->n_pending;
 }
 
-pid_t tracer_pid(const struct tracer *t)
-{
-	return t->pid;
-}
-
 const struct tracer_stats *tracer_get_stats(const struct tracer *t)
 {
 	return &t->stats;

@@ -129,7 +129,6 @@ size_t tracer_thread_count(const struct tracer *t);
 struct tracer_thread *tracer_thread_at(struct tracer *t, size_t i);
 size_t tracer_pending_count(const struct tracer *t);
 
-pid_t tracer_pid(const struct tracer *t);
 const struct tracer_stats *tracer_get_stats(const struct tracer *t);
 
 /* The p-th percentile (0..100) of stop durations in ns, 0 if none. */
