@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 #define NOINLINE __attribute__((noinline, noipa))
 
 enum { T_ACCEPT, T_ACCEPT_TIMEO, T_SELECT, T_POLL, T_SPIN, N_THREADS };
@@ -243,22 +245,6 @@ static int poke(int i)
 	return ret;
 }
 
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
-
 /* Waits for SIGUSR2 or SECONDS. */
 NOINLINE static void main_wait(double seconds)
 {
@@ -362,7 +348,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (ready && write_ready(ready) != 0) {
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "blockers: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}

@@ -24,6 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 /* noipa as well: configure's CFLAGS (-O2 by default) come after the per-target
  * flags, and at -O2 GCC would merge the identical leaves (ICF) or clone
  * functions under other names (constprop). */
@@ -39,7 +41,6 @@ struct worker {
 	uint64_t checksum;
 };
 
-static struct timespec deadline;
 static int started;		/* workers running; atomic builtins only */
 
 /* Same work in both leaves: sum_{k<LEAF_LOOP} (3k + x) = 3*L(L-1)/2 + L*x. */
@@ -91,26 +92,6 @@ static uint64_t do_work_expected(uint64_t x)
 	return sum;
 }
 
-/* SIGUSR2 ends the run early: the tests stop a target with it once they are
- * done instead of waiting for SECONDS to pass. */
-static volatile sig_atomic_t stop_early;
-
-static void on_usr2(int sig)
-{
-	stop_early = 1;
-}
-
-static int past_deadline(void)
-{
-	if (stop_early)
-		return 1;
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > deadline.tv_sec ||
-	       (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
-}
-
 NOINLINE static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -122,24 +103,8 @@ NOINLINE static void *worker_main(void *arg)
 	do {
 		w->checksum += do_work(w->iterations & 0xffff);
 		w->iterations++;
-	} while (!past_deadline());
+	} while (!target_past_deadline());
 	return NULL;
-}
-
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
 }
 
 static void usage(void)
@@ -166,20 +131,7 @@ int main(int argc, char **argv)
 	if (nthreads < 1 || nthreads > MAX_THREADS || !(seconds > 0))
 		usage();
 
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sa.sa_handler = on_usr2;
-	sigaction(SIGUSR2, &sa, NULL);
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += (time_t)seconds;
-	deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	target_start_deadline(seconds);
 
 	for (int i = 0; i < nthreads; i++) {
 		workers[i].index = i;
@@ -193,7 +145,7 @@ int main(int argc, char **argv)
 		struct timespec ms = { 0, 1000000 };
 		nanosleep(&ms, NULL);
 	}
-	if (ready && write_ready(ready) != 0) {
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "chain: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}

@@ -20,12 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 /* noipa as well: configure's CFLAGS (-O2 by default) come after the per-target
  * flags, and at -O2 GCC would merge the identical leaves (ICF) or clone
  * functions under other names (constprop). */
 #define NOINLINE __attribute__((noinline, noipa))
 
-static struct timespec deadline;
 static int spinner_running;
 static volatile uint64_t sink;
 
@@ -35,22 +36,6 @@ static int64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
-}
-
-/* SIGUSR2 ends the run early: the tests stop a target with it once they are
- * done instead of waiting for SECONDS to pass. */
-static volatile sig_atomic_t stop_early;
-
-static void on_usr2(int sig)
-{
-	stop_early = 1;
-}
-
-static int past_deadline(void)
-{
-	if (stop_early)
-		return 1;
-	return now_ns() >= (int64_t)deadline.tv_sec * 1000000000 + deadline.tv_nsec;
 }
 
 NOINLINE static void spin_some(void)
@@ -63,7 +48,7 @@ NOINLINE static void *spinner_main(void *arg)
 {
 	pthread_setname_np(pthread_self(), "spinner");
 	__atomic_store_n(&spinner_running, 1, __ATOMIC_SEQ_CST);
-	while (!past_deadline())
+	while (!target_past_deadline())
 		spin_some();
 	return NULL;
 }
@@ -88,22 +73,6 @@ static void *churn_main(void *arg)
 	return NULL;
 }
 
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
-
 int main(int argc, char **argv)
 {
 	const char *ready = NULL;
@@ -125,20 +94,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: churn [-s SECONDS] [-r READYFILE]\n");
 		return 64;
 	}
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sa.sa_handler = on_usr2;
-	sigaction(SIGUSR2, &sa, NULL);
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += (time_t)seconds;
-	deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	target_start_deadline(seconds);
 
 	err = pthread_create(&spinner, NULL, spinner_main, NULL);
 	if (err) {
@@ -149,12 +105,12 @@ int main(int argc, char **argv)
 		struct timespec ms = { 0, 1000000 };
 		nanosleep(&ms, NULL);
 	}
-	if (ready && write_ready(ready) != 0) {
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "churn: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}
 
-	while (!past_deadline()) {
+	while (!target_past_deadline()) {
 		pthread_t t;
 
 		err = pthread_create(&t, NULL, churn_main, (void *)(intptr_t)created);

@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 #define NOINLINE __attribute__((noinline, noipa))
 
 struct spinner {
@@ -145,22 +147,6 @@ NOINLINE static void *exiter_main(void *arg)
 	return arg;
 }
 
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
-
 static void sleep_s(double s)
 {
 	struct timespec ts = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
@@ -252,7 +238,7 @@ int main(int argc, char **argv)
 	}
 	while (__atomic_load_n(&running, __ATOMIC_SEQ_CST) < 2)
 		sleep_s(0.001);
-	if (ready && write_ready(ready) != 0) {
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "deaths: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}

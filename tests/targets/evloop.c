@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 #define NOINLINE __attribute__((noinline, noipa))
 #define MAX_THREADS 64
 
@@ -67,22 +69,6 @@ NOINLINE static void *loop_thread(void *arg)
 		}
 	}
 	return NULL;
-}
-
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
 }
 
 int main(int argc, char **argv)
@@ -131,7 +117,7 @@ int main(int argc, char **argv)
 
 		nanosleep(&ms, NULL);
 	}
-	if (ready && write_ready(ready) != 0) {
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "evloop: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}

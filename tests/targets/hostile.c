@@ -44,6 +44,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 #define NOINLINE __attribute__((noinline, noipa))
 
 #define LEAF_LOOP 2000u		/* as in hostile-lib.c for the libraries */
@@ -68,9 +70,6 @@ static const unsigned char anon_code[] = {
 };
 
 static const char *dir;
-static struct timespec deadline;
-static volatile sig_atomic_t stop_early;
-
 static work_fn corrupt_work, deleted_work, trunc_work;
 static anon_fn anon_work;
 static int libc_trunc_fd = -1;
@@ -79,22 +78,6 @@ static size_t libc_trunc_size;
 static int ready_spinner, ready_churner, ready_mapper;	/* atomic builtins only */
 static uint64_t steps, cycles, maps;
 static int bad_spinner, bad_churner, bad_mapper;
-
-static void on_usr2(int sig)
-{
-	stop_early = 1;
-}
-
-static int past_deadline(void)
-{
-	struct timespec now;
-
-	if (stop_early)
-		return 1;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > deadline.tv_sec ||
-	       (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
-}
 
 static void die(const char *what, const char *obj)
 {
@@ -153,7 +136,7 @@ NOINLINE static void *spinner_main(void *arg)
 			bad_spinner = 1;
 		steps++;
 		__atomic_store_n(&ready_spinner, 1, __ATOMIC_SEQ_CST);
-	} while (!past_deadline());
+	} while (!target_past_deadline());
 	return NULL;
 }
 
@@ -193,7 +176,7 @@ NOINLINE static void *churner_main(void *arg)
 			bad_churner = 1;
 		cycles++;
 		__atomic_store_n(&ready_churner, 1, __ATOMIC_SEQ_CST);
-	} while (!bad_churner && !past_deadline());
+	} while (!bad_churner && !target_past_deadline());
 	free(path);
 	return NULL;
 }
@@ -230,7 +213,7 @@ NOINLINE static void *mapper_main(void *arg)
 		}
 		maps++;
 		__atomic_store_n(&ready_mapper, 1, __ATOMIC_SEQ_CST);
-	} while (!bad_mapper && !past_deadline());
+	} while (!bad_mapper && !target_past_deadline());
 	return NULL;
 }
 
@@ -312,7 +295,6 @@ int main(int argc, char **argv)
 	int have_off = 0, opt;
 	long page = sysconf(_SC_PAGESIZE);
 	pthread_t spinner, churner, mapper;
-	struct sigaction sa;
 	size_t trunc_size;
 	unsigned char *trunc_base, *anon;
 	char range[64], *range_path;
@@ -329,18 +311,7 @@ int main(int argc, char **argv)
 	if (dir == NULL || !have_off || !(seconds > 0))
 		usage();
 
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sa.sa_handler = on_usr2;
-	sigaction(SIGUSR2, &sa, NULL);
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += (time_t)seconds;
-	deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	target_start_deadline(seconds);
 
 	/* (a) truncated ELF files, mapped executable. */
 	trunc_base = map_file("trunc.so", NULL, &trunc_size);

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 /* noipa as well: no constprop clone renames hot_loop (hot_loop.constprop.0). */
 #define NOINLINE __attribute__((noinline, noipa))
 
@@ -53,27 +55,6 @@ static uint64_t inner_expected(uint64_t x)
 	return 3u * (uint64_t)INNER_LOOP * (INNER_LOOP - 1) / 2 + (uint64_t)INNER_LOOP * x;
 }
 
-static struct timespec deadline;
-
-/* SIGUSR2 ends the run early: the tests stop a target with it once they are
- * done instead of waiting for SECONDS to pass. */
-static volatile sig_atomic_t stop_early;
-
-static void on_usr2(int sig)
-{
-	stop_early = 1;
-}
-
-static int past_deadline(void)
-{
-	if (stop_early)
-		return 1;
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return now.tv_sec > deadline.tv_sec ||
-	       (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec);
-}
 
 /* BEGIN hot_loop */
 NOINLINE static uint64_t hot_loop(uint64_t *iterations)
@@ -83,27 +64,11 @@ NOINLINE static uint64_t hot_loop(uint64_t *iterations)
 	do {
 		sum += inline_outer(it & 0xffff);
 		it++;
-	} while (!past_deadline());
+	} while (!target_past_deadline());
 	*iterations = it;
 	return sum;
 }
 /* END hot_loop */
-
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
 
 int main(int argc, char **argv)
 {
@@ -125,21 +90,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: inline [-s SECONDS] [-r READYFILE]\n");
 		return 64;
 	}
-	struct sigaction sa;
-
-	memset(&sa, 0, sizeof(sa));
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	sa.sa_handler = on_usr2;
-	sigaction(SIGUSR2, &sa, NULL);
-	clock_gettime(CLOCK_MONOTONIC, &deadline);
-	deadline.tv_sec += (time_t)seconds;
-	deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
-	if (ready && write_ready(ready) != 0) {
+	target_start_deadline(seconds);
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "inline: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}

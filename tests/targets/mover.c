@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 /* noipa: identical functions must stay two functions (no ICF, no clones). */
 #define NOINLINE __attribute__((noinline, noipa))
 
@@ -67,22 +69,6 @@ NOINLINE static uint64_t run(int percent, double seconds, uint64_t *sum)
 	return rounds;
 }
 
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
-
 static void usage(void)
 {
 	fprintf(stderr, "usage: mover [-p PERCENT] [-s SECONDS] [-r READYFILE]\n");
@@ -106,7 +92,7 @@ int main(int argc, char **argv)
 	}
 	if (percent < 0 || percent > 100 || !(seconds > 0))
 		usage();
-	if (ready && write_ready(ready) != 0) {
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "mover: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}

@@ -21,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 /* noipa as well: configure's CFLAGS (-O2 by default) come after the per-target
  * flags, and at -O2 GCC would merge the identical leaves (ICF) or clone
  * functions under other names (constprop). */
@@ -68,22 +70,6 @@ NOINLINE static void *spinner_main(void *arg)
 	while (!__atomic_load_n(&spinner_stop, __ATOMIC_SEQ_CST))
 		spin_some();
 	return NULL;
-}
-
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
 }
 
 static int64_t now_ns(void)
@@ -139,7 +125,7 @@ int main(int argc, char **argv)
 		struct timespec ms = { 0, 1000000 };
 		nanosleep(&ms, NULL);
 	}
-	if (ready && write_ready(ready) != 0) {
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "sigcount: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}

@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 #define NOINLINE __attribute__((noinline, noipa))
 #define N_WORKERS 4
 #define SIGRT_TEST (SIGRTMIN + 2)
@@ -184,22 +186,6 @@ static void pause_us(long us)
 	struct timespec ts = { 0, us * 1000L };
 
 	nanosleep(&ts, NULL);
-}
-
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
 }
 
 static unsigned long last_conts;
@@ -351,7 +337,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < N_WORKERS; i++)
 		while (!__atomic_load_n(&tids[i], __ATOMIC_SEQ_CST))
 			pause_us(1000);
-	if (ready && write_ready(ready) != 0) {
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "sigthreads: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}

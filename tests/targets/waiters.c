@@ -42,6 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "target.h"
+
 #define NOINLINE __attribute__((noinline, noipa))
 #define KEEP_FRAME() asm volatile("" ::: "memory")
 #define SIGWAKE SIGURG
@@ -381,22 +383,6 @@ NOINLINE static void main_wait(double seconds)
 	KEEP_FRAME();
 }					/* END main_wait */
 
-static int write_ready(const char *path)
-{
-	char tmp[4096];
-	FILE *f;
-
-	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
-		return -1;
-	f = fopen(tmp, "w");
-	if (!f)
-		return -1;
-	fputs("ready\n", f);
-	if (fclose(f) != 0)
-		return -1;
-	return rename(tmp, path);
-}
-
 /* The system calls a blocked thread may wait in (glibc picks among them). */
 static int expected_syscall(int which, long nr)
 {
@@ -534,7 +520,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (ready && write_ready(ready) != 0) {
+	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "waiters: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the live test targets share: the ready file the tests wait for, and
+ * the run's end, SECONDS after the start or at SIGUSR2 (the tests stop a
+ * target with it once they are done instead of waiting for SECONDS).
+ * Header-only: each target is one program built from one file.
+ */
+#ifndef CPROF_TESTS_TARGET_H
+#define CPROF_TESTS_TARGET_H
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#define TARGET_UNUSED __attribute__((unused))
+
+static struct timespec target_deadline;
+static volatile sig_atomic_t target_stop_early;
+
+static void target_on_usr2(int sig)
+{
+	(void)sig;
+	target_stop_early = 1;
+}
+
+/* Starts the clock: the run ends seconds from now, or at SIGUSR2. */
+static TARGET_UNUSED void target_start_deadline(double seconds)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_RESTART;
+	sa.sa_handler = target_on_usr2;
+	sigaction(SIGUSR2, &sa, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &target_deadline);
+	target_deadline.tv_sec += (time_t)seconds;
+	target_deadline.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+	if (target_deadline.tv_nsec >= 1000000000L) {
+		target_deadline.tv_sec++;
+		target_deadline.tv_nsec -= 1000000000L;
+	}
+}
+
+static TARGET_UNUSED int target_past_deadline(void)
+{
+	struct timespec now;
+
+	if (target_stop_early)
+		return 1;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > target_deadline.tv_sec ||
+	       (now.tv_sec == target_deadline.tv_sec && now.tv_nsec >= target_deadline.tv_nsec);
+}
+
+/* Writes "ready" to path through path.tmp and a rename, so that a test
+ * polling for path never reads it half written.  Returns 0 or -1. */
+static TARGET_UNUSED int target_write_ready(const char *path)
+{
+	char tmp[4096];
+	FILE *f;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -1;
+	f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fputs("ready\n", f);
+	if (fclose(f) != 0)
+		return -1;
+	return rename(tmp, path);
+}
+
+#endif
