@@ -22,6 +22,9 @@
 #define MAPS_MIN_NS 5000000ull
 /* How long --stop process holds copied threads for the others' stops. */
 #define HOLD_MAX_NS 2000000ull
+/* An interrupt whose stop has not come after this is forgotten (see
+ * tracer_expire_interrupts): longer than any stop seen under load. */
+#define EXPIRE_NS 200000000ull
 /* How long a tick waits for the stops it asked for. */
 #define STOP_WAIT_NS 20000000ull
 
@@ -527,6 +530,7 @@ static int tick(struct sampler *s)
 		s->pick = nv;
 		s->cap_pick = n;
 	}
+	tracer_expire_interrupts(s->tracer, EXPIRE_NS);
 	/* Choose first, then stop.  By tid, not by pointer: a thread that
 	 * exits while we wait for another's stop is freed by the tracer. */
 	for (i = 0; i < n; i++) {

@@ -449,6 +449,13 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 		resume(t, tid, 0);
 		return;
 	case PTRACE_EVENT_EXEC:
+		/* A ptrace-stop that happens while an interrupt is pending may
+		 * satisfy it (ptrace(2), PTRACE_INTERRUPT): then no stop of its
+		 * own follows, and the thread would count as pending forever. */
+		if (th->pending) {
+			th->pending = false;
+			t->n_pending--;
+		}
 		handle_exec(t);
 		resume(t, tid, 0);
 		return;
@@ -544,6 +551,24 @@ int tracer_poll(struct tracer *t, uint64_t timeout_ns)
 	/* SIGCHLD coalesces: always drain, whatever woke us. */
 	drain(t);
 	return status_mask(t);
+}
+
+size_t tracer_expire_interrupts(struct tracer *t, uint64_t max_age_ns)
+{
+	uint64_t now = tracer_now_ns();
+	size_t i, n = 0;
+
+	for (i = 0; i < t->n_threads; i++) {
+		struct tracer_thread *th = t->threads[i];
+
+		if (!th->pending || now - th->interrupt_ns <= max_age_ns)
+			continue;
+		th->pending = false;
+		t->n_pending--;
+		t->stats.interrupts_expired++;
+		n++;
+	}
+	return n;
 }
 
 int tracer_interrupt(struct tracer *t, struct tracer_thread *th)

@@ -67,6 +67,7 @@ struct tracer_stats {
 	int leader_status;	/* wait status of the main thread, when it exited */
 	uint64_t signals_reinjected;
 	uint64_t syscalls_restarted;	/* see restart_interrupted_syscall() */
+	uint64_t interrupts_expired;	/* see tracer_expire_interrupts() */
 	uint64_t group_stops;
 	uint64_t execs;
 	uint64_t threads_seen;
@@ -111,6 +112,16 @@ void tracer_set_spin(struct tracer *t, uint64_t ns);
  * there last, with every thread's stopped fraction folded in.
  */
 void tracer_release(struct tracer *t, struct tracer_stats *final);
+
+/*
+ * Forgets interrupts older than max_age_ns whose stop never came: another
+ * ptrace-stop at the same moment (a signal's, an exec's) can satisfy an
+ * interrupt, and then no stop of its own follows (ptrace(2)).  Without
+ * this such a thread stays "pending" and is never sampled again.  A stop
+ * that still arrives later is resumed like any unexpected one.  Returns
+ * how many were forgotten.
+ */
+size_t tracer_expire_interrupts(struct tracer *t, uint64_t max_age_ns);
 
 /* Sends PTRACE_INTERRUPT to th.  Returns 0 or -errno (-ESRCH: exiting). */
 int tracer_interrupt(struct tracer *t, struct tracer_thread *th);
