@@ -337,7 +337,12 @@ static int add_sample(struct sampler *s, uint32_t label, const struct prof_frame
 
 static struct tracer_thread *thread_by_tid(struct sampler *s, pid_t tid)
 {
-	size_t i, n = tracer_thread_count(s->tracer);
+	size_t i, n;
+
+	/* The last snapshots are unwound after the tracer is released. */
+	if (!s->tracer)
+		return NULL;
+	n = tracer_thread_count(s->tracer);
 
 	for (i = 0; i < n; i++) {
 		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
