@@ -130,7 +130,8 @@ static void forget_tid(struct tracer *t, pid_t tid)
 		remove_thread(t, i);
 }
 
-/* A thread is ours when /proc says its tracer is this process: threads
+/* A thread is ours when /proc says its tracer is this thread (ptrace is
+ * per thread, and cprof traces from a thread of its own): threads
  * auto-attached through PTRACE_O_TRACECLONE answer EPERM to a second seize. */
 static bool traced_by_us(pid_t tid)
 {
@@ -138,7 +139,21 @@ static bool traced_by_us(pid_t tid)
 
 	if (procfs_status_field(tid, "TracerPid", &tracer) < 0)
 		return false;
-	return tracer == (long)getpid();
+	return tracer == (long)gettid();
+}
+
+/* A thread that is exiting answers EPERM too (it is a zombie until its
+ * exit is reaped), and so does one that has gone. */
+static bool exiting(pid_t pid, pid_t tid)
+{
+	struct procfs_stat st;
+	int fd = procfs_open_task(pid, tid, "stat"), ret;
+
+	if (fd < 0)
+		return true;
+	ret = procfs_read_stat(fd, &st);
+	close(fd);
+	return ret < 0 || st.state == 'Z' || st.state == 'X';
 }
 
 /* One pass over /proc/PID/task; *added counts newly seized threads. */
@@ -164,8 +179,8 @@ static int seize_pass(struct tracer *t, size_t *added)
 				continue;	/* exiting: drop quietly */
 			if (e == EPERM && traced_by_us(tid)) {
 				/* Auto-attached by a clone we already trace. */
-			} else if (e == EPERM && tid != t->pid && kill(tid, 0) < 0) {
-				continue;	/* vanished meanwhile */
+			} else if (e == EPERM && tid != t->pid && exiting(t->pid, tid)) {
+				continue;	/* drop quietly */
 			} else {
 				free(tids);
 				return -e;
