@@ -69,6 +69,7 @@ struct sampler {
 	uint64_t period_ns;
 	int pending_events;	/* TRACER_EV_* seen while waiting for stops */
 	bool holding;		/* on_stop holds threads (--stop process, gathering) */
+	bool stop;		/* sampler_stop(): atomic builtins only */
 	int session_ret;
 	struct sampler_stats stats;
 };
@@ -327,9 +328,13 @@ static int add_sample(struct sampler *s, uint32_t label, const struct prof_frame
 
 	if (!n)
 		return 0;
-	ret = prof_stacks_add(s->stacks, label, f, n, values);
-	if (ret < 0)
-		return ret;
+	if (s->o.sink) {
+		s->o.sink(label, f, n, values, s->o.sink_arg);
+	} else {
+		ret = prof_stacks_add(s->stacks, label, f, n, values);
+		if (ret < 0)
+			return ret;
+	}
 	s->stats.samples++;
 	s->stats.value_ns += value;
 	return 0;
@@ -723,6 +728,8 @@ static int session_loop(struct sampler *s)
 			s->stats.stop_requested = true;
 			break;
 		}
+		if (__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+			break;
 		if (s->pending_events & TRACER_EV_GONE) {
 			s->stats.target_exited = true;
 			break;
@@ -787,6 +794,11 @@ int sampler_session(struct sampler *s)
 		return -ret;
 	pthread_join(th, NULL);
 	return s->session_ret;
+}
+
+void sampler_stop(struct sampler *s)
+{
+	__atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
 }
 
 const struct prof_stacks *sampler_stacks(const struct sampler *s)

@@ -53,9 +53,19 @@ struct sampler_opts {
 	/* NULL, or called on the session thread from the sampling loop, at
 	 * most every 250 ms, with the statistics so far (elapsed_ns,
 	 * cprof_cpu_ns and tracer brought up to date for it): a live status
-	 * for the CLI.  It must not call into the sampler. */
+	 * for the CLI.  It may read sampler_modules() and
+	 * sampler_thread_label() (the session thread is their only writer)
+	 * and call sampler_stop(); nothing else of the sampler. */
 	void (*progress)(const struct sampler_stats *st, void *arg);
 	void *progress_arg;
+	/* NULL, or called on the session thread with every sample, instead of
+	 * adding it to sampler_stacks() (which then stays empty): lets a
+	 * caller cut one session into windows of its own (cprof serve).
+	 * values are {1, cpu or wall ns}; frames and values are valid during
+	 * the call only.  The statistics count the sample either way. */
+	void (*sink)(uint32_t thread, const struct prof_frame *frames, size_t n_frames,
+		     const int64_t *values, void *arg);
+	void *sink_arg;
 };
 
 struct sampler_stats {
@@ -94,6 +104,13 @@ void sampler_destroy(struct sampler *s);
  * sampled is kept).
  */
 int sampler_session(struct sampler *s);
+
+/*
+ * Ends the session as a stop signal would, from any thread: the sampling
+ * loop sees it at its next wake-up (within one tick, or 250 ms when
+ * progress is set).  stats.stop_requested stays false (it means a signal).
+ */
+void sampler_stop(struct sampler *s);
 
 const struct prof_stacks *sampler_stacks(const struct sampler *s);
 const struct sym_modtab *sampler_modules(const struct sampler *s);
