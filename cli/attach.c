@@ -34,60 +34,42 @@ static void attach_usage(FILE *f)
 		"  -h, --help             this help\n");
 }
 
+static const struct cli_command_line attach_line = {
+	.name = "attach", .usage = attach_usage, .min_args = 0, .max_args = 0,
+	.stop_at_operand = true,
+};
+
+static enum cli_opt_status opt_pid(void *value, const char *arg)
+{
+	if (cli_parse_pid(arg, value) == 0)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid pid '%s': expected a positive process id", arg);
+	return CLI_OPT_INVALID;
+}
+
 int cmd_attach(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "help", no_argument, NULL, 'h' },
-		CLI_SESSION_LONG_OPTIONS,
-		{ NULL, 0, NULL, 0 },
-	};
 	struct cli_session a;
-	char why[256], what[64];
-	bool have_pid = false;
 	pid_t pid = 0;
-	int c, code, ret;
+	const struct cli_option opts[] = {
+		CLI_OPTION_CALLBACK('p', "pid", &pid, opt_pid),
+		CLI_SESSION_OPTIONS(&a),
+		CLI_OPTION_END,
+	};
+	enum cli_parse_result r;
+	char why[256], what[64];
+	int first, ret;
 
 	cli_session_defaults(&a);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:h" CLI_SESSION_SHORT_OPTIONS, opts, NULL)) != -1) {
-		code = cli_session_option(&a, c, optarg);
-		if (code >= 0)
-			return code;
-		if (code == -1)
-			continue;
-		switch (c) {
-		case 'p':
-			if (cli_parse_pid(optarg, &pid) < 0) {
-				cli_error("invalid pid '%s': expected a positive process id", optarg);
-				return CPROF_EXIT_USAGE;
-			}
-			have_pid = true;
-			break;
-		case 'h':
-			attach_usage(stdout);
-			return CPROF_EXIT_OK;
-		default:
-			if (optopt && strchr("pdoF", optopt))
-				cli_error("attach: option -%c needs a value (see 'cprof attach --help')",
-					  optopt);
-			else
-				cli_error("attach: unknown option '%s' (see 'cprof attach --help')",
-					  argv[optind - 1]);
-			return CPROF_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		cli_error("attach: unexpected argument '%s' (see 'cprof attach --help')", argv[optind]);
-		return CPROF_EXIT_USAGE;
-	}
-	if (!have_pid) {
+	r = cli_parse_options(&attach_line, opts, argc, argv, &first);
+	if (r != CLI_PARSE_OK)
+		return cli_parse_exit_code(r);
+	if (!pid) {
 		cli_error("attach: which process? give its pid with -p PID");
 		return CPROF_EXIT_USAGE;
 	}
-	code = cli_session_finish_args(&a, "attach", pid);
-	if (code >= 0)
-		return code;
+	if (cli_session_finish_args(&a, "attach", pid) != CLI_PARSE_OK)
+		return CPROF_EXIT_USAGE;
 	if (cli_attach_obstacle(pid, 0, why, sizeof(why))) {
 		cli_error("cannot attach to pid %d: %s", (int)pid, why);
 		return CPROF_EXIT_FATAL;

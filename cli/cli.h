@@ -3,13 +3,13 @@
 #ifndef CPROF_CLI_CLI_H
 #define CPROF_CLI_CLI_H
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cli/options.h"
 #include "unwind/sampler.h"
 
 enum {
@@ -73,38 +73,35 @@ struct cli_session {
 	char default_output[64];
 	bool quiet;
 	bool json;
+	bool stop_given;	/* --stop was on the command line */
 };
-
-/* getopt_long values of the shared long options with no short form. */
-enum {
-	CLI_OPT_STACK_SIZE = 1000,
-	CLI_OPT_MODE,
-	CLI_OPT_STOP,
-	CLI_OPT_JSON,
-	CLI_OPT_INPROC,
-};
-
-#define CLI_SESSION_LONG_OPTIONS \
-	{ "duration", required_argument, NULL, 'd' }, \
-	{ "output", required_argument, NULL, 'o' }, \
-	{ "format", required_argument, NULL, 'f' }, \
-	{ "frequency", required_argument, NULL, 'F' }, \
-	{ "stack-size", required_argument, NULL, CLI_OPT_STACK_SIZE }, \
-	{ "mode", required_argument, NULL, CLI_OPT_MODE }, \
-	{ "stop", required_argument, NULL, CLI_OPT_STOP }, \
-	{ "quiet", no_argument, NULL, 'q' }, \
-	{ "json", no_argument, NULL, CLI_OPT_JSON }
-#define CLI_SESSION_SHORT_OPTIONS "d:o:F:f:q"
 
 void cli_session_defaults(struct cli_session *a);
 
-/* Handles one shared option: -1 when taken, -2 when not a shared option,
- * or an exit code (usage error, already reported). */
-int cli_session_option(struct cli_session *a, int c, const char *arg);
+/* Option callbacks on a struct cli_session (value), one per shared option
+ * that needs checking; each reports what it rejects. */
+enum cli_opt_status cli_session_opt_duration(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_format(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_hz(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_stack_size(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_mode(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_stop(void *value, const char *arg);
 
-/* Defaults that depend on the pid; checks option combinations.  -1 to go
- * on, or an exit code. */
-int cli_session_finish_args(struct cli_session *a, const char *cmd, pid_t pid);
+/* The option table entries attach and record share, on the session *s. */
+#define CLI_SESSION_OPTIONS(s) \
+	CLI_OPTION_CALLBACK('d', "duration", (s), cli_session_opt_duration), \
+	CLI_OPTION_STRING('o', "output", &(s)->output), \
+	CLI_OPTION_CALLBACK('f', "format", (s), cli_session_opt_format), \
+	CLI_OPTION_CALLBACK('F', "frequency", (s), cli_session_opt_hz), \
+	CLI_OPTION_CALLBACK(0, "stack-size", (s), cli_session_opt_stack_size), \
+	CLI_OPTION_CALLBACK(0, "mode", (s), cli_session_opt_mode), \
+	CLI_OPTION_CALLBACK(0, "stop", (s), cli_session_opt_stop), \
+	CLI_OPTION_BOOL('q', "quiet", &(s)->quiet), \
+	CLI_OPTION_BOOL(0, "json", &(s)->json)
+
+/* Defaults that depend on the pid; checks option combinations.  Returns
+ * CLI_PARSE_OK, or CLI_PARSE_ERROR once reported (exit 64). */
+enum cli_parse_result cli_session_finish_args(struct cli_session *a, const char *cmd, pid_t pid);
 
 /*
  * Samples pid (attach semantics: seize, sample, let go), writes the
@@ -129,15 +126,18 @@ int cmd_attach(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_dump_threads(int argc, char **argv);
 
-/* Shared by report and diff (cli/report.c).  Each returns -1 to go on, or an
- * exit code once the error is reported. */
+/* Shared by report and diff (cli/report.c). */
 struct prof_rd_profile;
-/* Reads a profile; "cprof: cannot read profile 'F': ..." on failure. */
+/* Reads a profile.  Returns 0, or -errno once "cprof: cannot read profile
+ * 'F': ..." is reported (exit 2). */
 int cli_read_profile(const char *path, struct prof_rd_profile **out);
-/* --by function|line|file (file only when allow_file) into enum prof_rpt_by. */
-int cli_parse_by(const char *cmd, const char *arg, bool allow_file, int *by);
+/* --by function|line|file into an int holding an enum prof_rpt_by; the
+ * _no_file variant refuses file (diff). */
+enum cli_opt_status cli_opt_by(void *value, const char *arg);
+enum cli_opt_status cli_opt_by_no_file(void *value, const char *arg);
 const char *cli_by_name(int by);
-/* The sample type called type, or the profile's default when type is NULL. */
+/* The sample type called type, or the profile's default when type is NULL.
+ * Returns 0, or -ENOENT once the error is reported (exit 64). */
 int cli_pick_type(const char *cmd, const struct prof_rd_profile *p, const char *path,
 		  const char *type, size_t *idx);
 int cmd_report(int argc, char **argv);

@@ -170,120 +170,117 @@ static void print_json(const struct side *base, const struct side *new_side,
 	printf("]}\n");
 }
 
-int cmd_diff(int argc, char **argv)
-{
-	static const struct option opts[] = {
-		{ "threshold", required_argument, NULL, 'T' },
-		{ "by", required_argument, NULL, 'b' },
-		{ "type", required_argument, NULL, 't' },
-		{ "top", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct side base = { NULL, NULL, NULL }, new_side = { NULL, NULL, NULL };
-	struct prof_diff *d = NULL;
-	const char *type = NULL;
-	unsigned long top = 0;
-	double threshold = 5;
-	size_t base_idx, new_idx;
-	bool json = false;
-	int c, code, by = PROF_RPT_FUNCTION, ret, k;
+struct diff_args {
+	double threshold;
+	int by;
+	const char *type;
+	unsigned long top;
+	bool json;
+};
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "t:n:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'T':
-			if (parse_threshold(optarg, &threshold) < 0) {
-				cli_error("diff: invalid --threshold '%s': expected percentage points, 0..100",
-					  optarg);
-				return CPROF_EXIT_USAGE;
-			}
-			break;
-		case 'b':
-			code = cli_parse_by("diff", optarg, false, &by);
-			if (code >= 0)
-				return code;
-			break;
-		case 't':
-			type = optarg;
-			break;
-		case 'n':
-			if (cli_parse_ulong(optarg, 1, (unsigned long)-1, &top) < 0) {
-				cli_error("diff: invalid --top '%s': expected a positive number", optarg);
-				return CPROF_EXIT_USAGE;
-			}
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			diff_usage(stdout);
-			return CPROF_EXIT_OK;
-		default:
-			if (optopt)
-				cli_error("diff: option '%s' needs a value (see 'cprof diff --help')",
-					  argv[optind - 1]);
-			else
-				cli_error("diff: unknown option '%s' (see 'cprof diff --help')",
-					  argv[optind - 1]);
-			return CPROF_EXIT_USAGE;
-		}
-	}
-	if (argc - optind != 2) {
-		if (argc - optind > 2)
-			cli_error("diff: unexpected argument '%s' (see 'cprof diff --help')",
-				  argv[optind + 2]);
-		else
-			cli_error("diff: give two profiles, BASE and NEW (see 'cprof diff --help')");
+static enum cli_opt_status opt_threshold(void *value, const char *arg)
+{
+	if (parse_threshold(arg, value) == 0)
+		return CLI_OPT_TAKEN;
+	cli_error("diff: invalid --threshold '%s': expected percentage points, 0..100", arg);
+	return CLI_OPT_INVALID;
+}
+
+static const struct cli_command_line diff_line = {
+	.name = "diff", .usage = diff_usage, .min_args = 2, .max_args = 2,
+	.missing = "give two profiles, BASE and NEW (see 'cprof diff --help')",
+};
+
+/* Reads both profiles and picks one sample type both have.  Returns 0, or
+ * the exit code once the error is reported. */
+static int load_sides(const struct diff_args *da, struct side *base, struct side *new_side,
+		      size_t *base_idx, size_t *new_idx)
+{
+	const char *type;
+	int k;
+
+	if (cli_read_profile(base->path, &base->p) < 0 ||
+	    cli_read_profile(new_side->path, &new_side->p) < 0)
+		return CPROF_EXIT_FATAL;
+	if (cli_pick_type("diff", base->p, base->path, da->type, base_idx) < 0)
 		return CPROF_EXIT_USAGE;
-	}
-	base.path = argv[optind];
-	new_side.path = argv[optind + 1];
-	code = cli_read_profile(base.path, &base.p);
-	if (code >= 0)
-		goto out;
-	code = cli_read_profile(new_side.path, &new_side.p);
-	if (code >= 0)
-		goto out;
-	code = cli_pick_type("diff", base.p, base.path, type, &base_idx);
-	if (code >= 0)
-		goto out;
 	/* The same type in both: a share of CPU time is no share of wall time. */
-	type = base.p->sample_types[base_idx].type;
-	k = prof_rd_find_type(new_side.p, type);
+	type = base->p->sample_types[*base_idx].type;
+	k = prof_rd_find_type(new_side->p, type);
 	if (k < 0) {
 		cli_error("cannot compare '%s' with '%s': it has no sample type '%s' (choose one both have with --type)",
-			  new_side.path, base.path, type);
-		code = CPROF_EXIT_FATAL;
-		goto out;
+			  new_side->path, base->path, type);
+		return CPROF_EXIT_FATAL;
 	}
-	new_idx = (size_t)k;
-	ret = prof_rpt_build(base.p, base_idx, (enum prof_rpt_by)by, &base.r);
+	*new_idx = (size_t)k;
+	return 0;
+}
+
+/* Builds both reports and their difference.  Returns 0, or the exit code
+ * once the error is reported. */
+static int compare(const struct diff_args *da, struct side *base, struct side *new_side,
+		   struct prof_diff **d)
+{
+	size_t base_idx, new_idx;
+	const char *type;
+	int ret;
+
+	ret = load_sides(da, base, new_side, &base_idx, &new_idx);
+	if (ret)
+		return ret;
+	type = base->p->sample_types[base_idx].type;
+	ret = prof_rpt_build(base->p, base_idx, (enum prof_rpt_by)da->by, &base->r);
 	if (ret == 0)
-		ret = prof_rpt_build(new_side.p, new_idx, (enum prof_rpt_by)by, &new_side.r);
-	if (ret == 0 && (base.r->total == 0 || new_side.r->total == 0)) {
+		ret = prof_rpt_build(new_side->p, new_idx, (enum prof_rpt_by)da->by, &new_side->r);
+	if (ret == 0 && (base->r->total == 0 || new_side->r->total == 0)) {
 		/* Shares of nothing are no shares: every function would look
 		 * new (+100 points) and a CI job would report a regression. */
 		cli_error("cannot compare '%s' with '%s': '%s' has no samples of type '%s'",
-			  new_side.path, base.path,
-			  base.r->total == 0 ? base.path : new_side.path, type);
-		code = CPROF_EXIT_FATAL;
-		goto out;
+			  new_side->path, base->path,
+			  base->r->total == 0 ? base->path : new_side->path, type);
+		return CPROF_EXIT_FATAL;
 	}
 	if (ret == 0)
-		ret = prof_diff_build(base.r, new_side.r, &d);
+		ret = prof_diff_build(base->r, new_side->r, d);
 	if (ret < 0) {
-		cli_error("cannot compare '%s' with '%s': %s", new_side.path, base.path,
+		cli_error("cannot compare '%s' with '%s': %s", new_side->path, base->path,
 			  strerror(-ret));
-		code = CPROF_EXIT_FATAL;
-		goto out;
+		return CPROF_EXIT_FATAL;
 	}
-	if (json)
-		print_json(&base, &new_side, d, by, threshold, top ? top : (size_t)-1);
+	return 0;
+}
+
+int cmd_diff(int argc, char **argv)
+{
+	struct diff_args da = { .threshold = 5, .by = PROF_RPT_FUNCTION };
+	const struct cli_option opts[] = {
+		CLI_OPTION_CALLBACK(0, "threshold", &da.threshold, opt_threshold),
+		CLI_OPTION_CALLBACK(0, "by", &da.by, cli_opt_by_no_file),
+		CLI_OPTION_STRING('t', "type", &da.type),
+		CLI_OPTION_ULONG('n', "top", &da.top, 1, (unsigned long)-1),
+		CLI_OPTION_BOOL(0, "json", &da.json),
+		CLI_OPTION_END,
+	};
+	struct side base = { NULL, NULL, NULL }, new_side = { NULL, NULL, NULL };
+	struct prof_diff *d = NULL;
+	enum cli_parse_result pr;
+	size_t top;
+	int code, first;
+
+	pr = cli_parse_options(&diff_line, opts, argc, argv, &first);
+	if (pr != CLI_PARSE_OK)
+		return cli_parse_exit_code(pr);
+	base.path = argv[first];
+	new_side.path = argv[first + 1];
+	code = compare(&da, &base, &new_side, &d);
+	if (code)
+		goto out;
+	top = da.top ? da.top : (size_t)-1;
+	if (da.json)
+		print_json(&base, &new_side, d, da.by, da.threshold, top);
 	else
-		print_text(&base, &new_side, d, by, threshold, top ? top : (size_t)-1);
-	code = d->max_growth > threshold ? DIFF_EXIT_GREW : CPROF_EXIT_OK;
+		print_text(&base, &new_side, d, da.by, da.threshold, top);
+	code = d->max_growth > da.threshold ? DIFF_EXIT_GREW : CPROF_EXIT_OK;
 out:
 	prof_diff_free(d);
 	prof_rpt_free(new_side.r);

@@ -3,7 +3,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +17,6 @@
 
 struct dump_args {
 	pid_t pid;
-	bool have_pid;
 	bool json;
 	bool no_source;
 	bool quiet;
@@ -69,88 +67,78 @@ static int parse_threads(const char *s, struct dump_args *a)
 	return ret;
 }
 
-static int parse_args(int argc, char **argv, struct dump_args *a)
+static enum cli_opt_status opt_pid(void *value, const char *arg)
 {
-	enum { OPT_JSON = 256, OPT_NO_SOURCE, OPT_THREADS, OPT_STACK };
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "no-source", no_argument, NULL, OPT_NO_SOURCE },
-		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "max-frames", required_argument, NULL, 'n' },
-		{ "stack-size", required_argument, NULL, OPT_STACK },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	struct dump_args *a = value;
+
+	if (cli_parse_pid(arg, &a->pid) == 0)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid pid '%s': expected a positive process id", arg);
+	return CLI_OPT_INVALID;
+}
+
+static enum cli_opt_status opt_threads(void *value, const char *arg)
+{
+	if (parse_threads(arg, value) == 0)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid thread list '%s': expected thread ids separated by commas", arg);
+	return CLI_OPT_INVALID;
+}
+
+static enum cli_opt_status opt_frames(void *value, const char *arg)
+{
+	struct dump_args *a = value;
+
+	if (cli_parse_ulong(arg, 1, MAX_FRAMES, &a->max_frames) == 0)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid frame count '%s': must be 1..%d", arg, MAX_FRAMES);
+	return CLI_OPT_INVALID;
+}
+
+static enum cli_opt_status opt_stack(void *value, const char *arg)
+{
+	struct dump_args *a = value;
+
+	if (cli_parse_size(arg, &a->stack_size) == 0 && a->stack_size >= (4u << 10) &&
+	    a->stack_size <= (8u << 20))
+		return CLI_OPT_TAKEN;
+	cli_error("invalid stack size '%s': must be 4k..8m bytes", arg);
+	return CLI_OPT_INVALID;
+}
+
+static const struct cli_command_line dump_line = {
+	.name = "dump-threads", .usage = dump_usage, .min_args = 0, .max_args = 0,
+	.stop_at_operand = true,
+};
+
+/* Returns CLI_PARSE_OK, or what ends the command (reported). */
+static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args *a)
+{
+	const struct cli_option opts[] = {
+		CLI_OPTION_CALLBACK('p', "pid", a, opt_pid),
+		CLI_OPTION_BOOL(0, "json", &a->json),
+		CLI_OPTION_BOOL(0, "no-source", &a->no_source),
+		CLI_OPTION_CALLBACK(0, "threads", a, opt_threads),
+		CLI_OPTION_CALLBACK('n', "max-frames", a, opt_frames),
+		CLI_OPTION_CALLBACK(0, "stack-size", a, opt_stack),
+		CLI_OPTION_BOOL('q', "quiet", &a->quiet),
+		CLI_OPTION_END,
 	};
-	int c;
+	enum cli_parse_result r;
+	int first;
 
 	a->max_frames = DEFAULT_FRAMES;
 	/* Deeper than attach's default: a dump is taken once, and a
 	 * truncated stack is what people notice in a dump. */
 	a->stack_size = 256u << 10;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:n:qh", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			if (cli_parse_pid(optarg, &a->pid) < 0) {
-				cli_error("invalid pid '%s': expected a positive process id", optarg);
-				return CPROF_EXIT_USAGE;
-			}
-			a->have_pid = true;
-			break;
-		case OPT_JSON:
-			a->json = true;
-			break;
-		case OPT_NO_SOURCE:
-			a->no_source = true;
-			break;
-		case OPT_THREADS:
-			if (parse_threads(optarg, a) < 0) {
-				cli_error("invalid thread list '%s': expected thread ids separated by commas",
-					  optarg);
-				return CPROF_EXIT_USAGE;
-			}
-			break;
-		case 'n':
-			if (cli_parse_ulong(optarg, 1, MAX_FRAMES, &a->max_frames) < 0) {
-				cli_error("invalid frame count '%s': must be 1..%d", optarg, MAX_FRAMES);
-				return CPROF_EXIT_USAGE;
-			}
-			break;
-		case OPT_STACK:
-			if (cli_parse_size(optarg, &a->stack_size) < 0 || a->stack_size < (4u << 10) ||
-			    a->stack_size > (8u << 20)) {
-				cli_error("invalid stack size '%s': must be 4k..8m bytes", optarg);
-				return CPROF_EXIT_USAGE;
-			}
-			break;
-		case 'q':
-			a->quiet = true;
-			break;
-		case 'h':
-			dump_usage(stdout);
-			return CPROF_EXIT_OK;
-		default:
-			if (optopt && strchr("pn", optopt))
-				cli_error("dump-threads: option -%c needs a value (see 'cprof dump-threads --help')",
-					  optopt);
-			else
-				cli_error("dump-threads: unknown option '%s' (see 'cprof dump-threads --help')",
-					  argv[optind - 1]);
-			return CPROF_EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		cli_error("dump-threads: unexpected argument '%s' (see 'cprof dump-threads --help')",
-			  argv[optind]);
-		return CPROF_EXIT_USAGE;
-	}
-	if (!a->have_pid) {
+	r = cli_parse_options(&dump_line, opts, argc, argv, &first);
+	if (r != CLI_PARSE_OK)
+		return r;
+	if (!a->pid) {
 		cli_error("dump-threads: which process? give its pid with -p PID");
-		return CPROF_EXIT_USAGE;
+		return CLI_PARSE_ERROR;
 	}
-	return -1;
+	return CLI_PARSE_OK;
 }
 
 static const char *state_name(char s)
@@ -322,12 +310,13 @@ int cmd_dump_threads(int argc, char **argv)
 	struct capture c;
 	struct printer pr = { .a = &a, .c = &c, .f = stdout };
 	char why[256];
+	enum cli_parse_result r;
 	size_t i, partial = 0;
 	int code, ret;
 
-	code = parse_args(argc, argv, &a);
-	if (code >= 0)
-		return code;
+	r = parse_args(argc, argv, &a);
+	if (r != CLI_PARSE_OK)
+		return cli_parse_exit_code(r);
 	if (cli_attach_obstacle(a.pid, 0, why, sizeof(why))) {
 		cli_error("cannot attach to pid %d: %s", (int)a.pid, why);
 		return CPROF_EXIT_FATAL;

@@ -551,58 +551,41 @@ static void remove_dir(const char *dir)
 		cli_error("cannot remove '%s': %s (remove it by hand)", dir, strerror(errno));
 }
 
-static int parse_args(int argc, char **argv, struct overhead *o)
+static enum cli_opt_status opt_runs(void *value, const char *arg)
 {
-	static const struct option opts[] = {
-		{ "frequency", required_argument, NULL, 'F' },
-		{ "runs", required_argument, NULL, 'n' },
-		{ "mode", required_argument, NULL, CLI_OPT_MODE },
-		{ "json", no_argument, NULL, CLI_OPT_JSON },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c, code;
+	if (cli_parse_ulong(arg, 1, MAX_RUNS, value) == 0)
+		return CLI_OPT_TAKEN;
+	cli_error("overhead: invalid run count '%s': must be 1..%d", arg, MAX_RUNS);
+	return CLI_OPT_INVALID;
+}
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+hF:n:q", opts, NULL)) != -1) {
-		switch (c) {
-		case 'F':
-		case CLI_OPT_MODE:
-		case CLI_OPT_JSON:
-		case 'q':
-			/* Shared with record, and checked the same way. */
-			code = cli_session_option(&o->s, c, optarg);
-			if (code >= 0)
-				return code;
-			break;
-		case 'n':
-			if (cli_parse_ulong(optarg, 1, MAX_RUNS, &o->runs) < 0) {
-				cli_error("overhead: invalid run count '%s': must be 1..%d", optarg,
-					  MAX_RUNS);
-				return CPROF_EXIT_USAGE;
-			}
-			break;
-		case 'h':
-			overhead_usage(stdout);
-			return CPROF_EXIT_OK;
-		default:
-			if (optopt && strchr("Fn", optopt))
-				cli_error("overhead: option -%c needs a value (see 'cprof overhead "
-					  "--help')", optopt);
-			else
-				cli_error("overhead: unknown option '%s' (see 'cprof overhead --help')",
-					  argv[optind - 1]);
-			return CPROF_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc) {
-		cli_error("overhead: which command? give it after --, e.g. cprof overhead -- ./bench");
-		return CPROF_EXIT_USAGE;
-	}
-	o->cmd = argv + optind;
+static const struct cli_command_line overhead_line = {
+	.name = "overhead", .usage = overhead_usage, .min_args = 1, .max_args = -1,
+	.stop_at_operand = true,
+	.missing = "which command? give it after --, e.g. cprof overhead -- ./bench",
+};
+
+/* Returns CLI_PARSE_OK, or what ends the command (reported). */
+static enum cli_parse_result parse_args(int argc, char **argv, struct overhead *o)
+{
+	/* -F and --mode are record's, and checked the same way. */
+	const struct cli_option opts[] = {
+		CLI_OPTION_CALLBACK('F', "frequency", &o->s, cli_session_opt_hz),
+		CLI_OPTION_CALLBACK('n', "runs", &o->runs, opt_runs),
+		CLI_OPTION_CALLBACK(0, "mode", &o->s, cli_session_opt_mode),
+		CLI_OPTION_BOOL(0, "json", &o->s.json),
+		CLI_OPTION_BOOL('q', "quiet", &o->s.quiet),
+		CLI_OPTION_END,
+	};
+	enum cli_parse_result r;
+	int first;
+
+	r = cli_parse_options(&overhead_line, opts, argc, argv, &first);
+	if (r != CLI_PARSE_OK)
+		return r;
+	o->cmd = argv + first;
 	snprintf(o->hz, sizeof(o->hz), "%u", o->s.hz);
-	return -1;
+	return CLI_PARSE_OK;
 }
 
 static int make_dir(struct overhead *o)
@@ -625,6 +608,7 @@ static int make_dir(struct overhead *o)
 int cmd_overhead(int argc, char **argv)
 {
 	struct overhead *o;
+	enum cli_parse_result pr;
 	char **argv_buf = NULL;
 	unsigned round;
 	size_t vi, n;
@@ -637,9 +621,9 @@ int cmd_overhead(int argc, char **argv)
 	}
 	cli_session_defaults(&o->s);
 	o->runs = DEFAULT_RUNS;
-	code = parse_args(argc, argv, o);
-	if (code >= 0) {
-		ret = code;
+	pr = parse_args(argc, argv, o);
+	if (pr != CLI_PARSE_OK) {
+		ret = cli_parse_exit_code(pr);
 		goto free_o;
 	}
 	for (n = 0; o->cmd[n]; n++)

@@ -293,72 +293,59 @@ static int record_ptrace(const struct cli_session *a, char **argv)
 	return cli_exit_code_of(status) || code == CPROF_EXIT_OK ? cli_exit_code_of(status) : code;
 }
 
+static const struct cli_command_line record_line = {
+	.name = "record", .usage = record_usage, .min_args = 1, .max_args = -1,
+	.stop_at_operand = true,
+	.missing = "which command? give it after --, e.g. cprof record -- ./bench",
+};
+
+/* Options that --inproc (the command samples itself) cannot honour.
+ * Returns CLI_PARSE_OK or CLI_PARSE_ERROR once reported. */
+static enum cli_parse_result check_inproc(const struct cli_session *a)
+{
+	if (a->duration_ns) {
+		cli_error("record: --inproc profiles until the command exits; -d does not apply");
+		return CLI_PARSE_ERROR;
+	}
+	if (a->format != CLI_FORMAT_PPROF) {
+		cli_error("record: --inproc writes pprof only (the command writes it); -f does not apply");
+		return CLI_PARSE_ERROR;
+	}
+	if (a->stop_given) {
+		cli_error("record: --inproc stops nothing; --stop does not apply");
+		return CLI_PARSE_ERROR;
+	}
+	return CLI_PARSE_OK;
+}
+
 int cmd_record(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "inproc", no_argument, NULL, CLI_OPT_INPROC },
-		{ "help", no_argument, NULL, 'h' },
-		CLI_SESSION_LONG_OPTIONS,
-		{ NULL, 0, NULL, 0 },
-	};
 	struct cli_session a;
-	bool inproc = false, stop_given = false;
-	char *name;
-	int c, code, ret;
+	bool inproc = false;
+	const struct cli_option opts[] = {
+		CLI_OPTION_BOOL(0, "inproc", &inproc),
+		CLI_SESSION_OPTIONS(&a),
+		CLI_OPTION_END,
+	};
+	enum cli_parse_result r;
+	int first, ret;
 
 	cli_session_defaults(&a);
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+h" CLI_SESSION_SHORT_OPTIONS, opts, NULL)) != -1) {
-		code = cli_session_option(&a, c, optarg);
-		if (code >= 0)
-			return code;
-		stop_given |= c == CLI_OPT_STOP;
-		if (code == -1)
-			continue;
-		switch (c) {
-		case CLI_OPT_INPROC:
-			inproc = true;
-			break;
-		case 'h':
-			record_usage(stdout);
-			return CPROF_EXIT_OK;
-		default:
-			if (optopt && strchr("doF", optopt))
-				cli_error("record: option -%c needs a value (see 'cprof record --help')",
-					  optopt);
-			else
-				cli_error("record: unknown option '%s' (see 'cprof record --help')",
-					  argv[optind - 1]);
-			return CPROF_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc) {
-		cli_error("record: which command? give it after --, e.g. cprof record -- ./bench");
-		return CPROF_EXIT_USAGE;
-	}
-	if (inproc && a.duration_ns) {
-		cli_error("record: --inproc profiles until the command exits; -d does not apply");
-		return CPROF_EXIT_USAGE;
-	}
-	if (inproc && a.format != CLI_FORMAT_PPROF) {
-		cli_error("record: --inproc writes pprof only (the command writes it); -f does not apply");
-		return CPROF_EXIT_USAGE;
-	}
-	if (inproc && stop_given) {
-		cli_error("record: --inproc stops nothing; --stop does not apply");
-		return CPROF_EXIT_USAGE;
-	}
+	r = cli_parse_options(&record_line, opts, argc, argv, &first);
+	if (r == CLI_PARSE_OK && inproc)
+		r = check_inproc(&a);
+	if (r != CLI_PARSE_OK)
+		return cli_parse_exit_code(r);
 	if (!a.output) {
-		name = basename(argv[optind]);
-		snprintf(a.default_output, sizeof(a.default_output), "cprof-%.40s.pb.gz", name);
+		snprintf(a.default_output, sizeof(a.default_output), "cprof-%.40s.pb.gz",
+			 basename(argv[first]));
 		a.output = a.default_output;
 	}
-	code = cli_session_finish_args(&a, "record", 0);
-	if (code >= 0)
-		return code;
-	ret = command_runnable(argv[optind]);
+	if (cli_session_finish_args(&a, "record", 0) != CLI_PARSE_OK)
+		return CPROF_EXIT_USAGE;
+	ret = command_runnable(argv[first]);
 	if (ret < 0) {
-		cli_error("cannot run '%s': %s", argv[optind], strerror(-ret));
+		cli_error("cannot run '%s': %s", argv[first], strerror(-ret));
 		return 127;
 	}
 	ret = cli_check_output(a.output);
@@ -366,5 +353,5 @@ int cmd_record(int argc, char **argv)
 		cli_error("cannot write '%s': %s", a.output, strerror(-ret));
 		return CPROF_EXIT_FATAL;
 	}
-	return inproc ? record_inproc(&a, argv + optind) : record_ptrace(&a, argv + optind);
+	return inproc ? record_inproc(&a, argv + first) : record_ptrace(&a, argv + first);
 }

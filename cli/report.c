@@ -40,7 +40,7 @@ static const struct {
 	{ "file", PROF_RPT_FILE },
 };
 
-int cli_parse_by(const char *cmd, const char *arg, bool allow_file, int *by)
+static enum cli_opt_status parse_by(const char *arg, bool allow_file, int *by)
 {
 	size_t i;
 
@@ -48,12 +48,22 @@ int cli_parse_by(const char *cmd, const char *arg, bool allow_file, int *by)
 		if (strcmp(arg, by_names[i].name) == 0 &&
 		    (allow_file || by_names[i].by != PROF_RPT_FILE)) {
 			*by = by_names[i].by;
-			return -1;
+			return CLI_OPT_TAKEN;
 		}
 	}
-	cli_error("%s: invalid --by '%s': expected function, line%s", cmd, arg,
+	cli_error("invalid --by '%s': expected function, line%s", arg,
 		  allow_file ? " or file" : "");
-	return CPROF_EXIT_USAGE;
+	return CLI_OPT_INVALID;
+}
+
+enum cli_opt_status cli_opt_by(void *value, const char *arg)
+{
+	return parse_by(arg, true, value);
+}
+
+enum cli_opt_status cli_opt_by_no_file(void *value, const char *arg)
+{
+	return parse_by(arg, false, value);
 }
 
 const char *cli_by_name(int by)
@@ -75,18 +85,16 @@ int cli_read_profile(const char *path, struct prof_rd_profile **out)
 	if (ret == -EBADMSG) {
 		cli_error("cannot read profile '%s': not a pprof profile (%s)", path,
 			  why ? why : "bad data");
-		return CPROF_EXIT_FATAL;
+		return ret;
 	}
 	if (ret == -EISDIR) {
 		cli_error("cannot read profile '%s': %s (give a profile file)", path,
 			  strerror(-ret));
-		return CPROF_EXIT_FATAL;
+		return ret;
 	}
-	if (ret < 0) {
+	if (ret < 0)
 		cli_error("cannot read profile '%s': %s", path, strerror(-ret));
-		return CPROF_EXIT_FATAL;
-	}
-	return -1;
+	return ret;
 }
 
 int cli_pick_type(const char *cmd, const struct prof_rd_profile *p, const char *path,
@@ -98,19 +106,19 @@ int cli_pick_type(const char *cmd, const struct prof_rd_profile *p, const char *
 
 	if (!type) {
 		*idx = p->default_type;
-		return -1;
+		return 0;
 	}
 	k = prof_rd_find_type(p, type);
 	if (k >= 0) {
 		*idx = (size_t)k;
-		return -1;
+		return 0;
 	}
 	have[0] = '\0';
 	for (i = 0; i < p->n_sample_types && n < sizeof(have); i++)
 		n += (size_t)snprintf(have + n, sizeof(have) - n, "%s%s", i ? ", " : "",
 				      p->sample_types[i].type);
 	cli_error("%s: no sample type '%s' in '%s' (it has: %s)", cmd, type, path, have);
-	return CPROF_EXIT_USAGE;
+	return -ENOENT;
 }
 
 /* pprof's percentages: "  100%" near 100, two decimals from 1%, else %.2g. */
@@ -260,74 +268,40 @@ static void print_json(const char *path, const struct prof_rd_profile *p,
 	printf("]}\n");
 }
 
+static const struct cli_command_line report_line = {
+	.name = "report", .usage = report_usage, .min_args = 1, .max_args = 1,
+	.missing = "which profile? give its file (see 'cprof report --help')",
+};
+
 int cmd_report(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "top", required_argument, NULL, 'n' },
-		{ "by", required_argument, NULL, 'b' },
-		{ "type", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct prof_rd_profile *p = NULL;
 	struct prof_rpt *r = NULL;
 	const char *type = NULL, *path;
 	unsigned long top = 0;
 	bool json = false;
-	int c, code, by = PROF_RPT_FUNCTION, ret;
+	int by = PROF_RPT_FUNCTION;
+	const struct cli_option opts[] = {
+		CLI_OPTION_ULONG('n', "top", &top, 1, (unsigned long)-1),
+		CLI_OPTION_CALLBACK(0, "by", &by, cli_opt_by),
+		CLI_OPTION_STRING('t', "type", &type),
+		CLI_OPTION_BOOL(0, "json", &json),
+		CLI_OPTION_END,
+	};
+	enum cli_parse_result pr;
+	int code, first, ret;
 	size_t idx;
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "n:t:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (cli_parse_ulong(optarg, 1, (unsigned long)-1, &top) < 0) {
-				cli_error("report: invalid --top '%s': expected a positive number",
-					  optarg);
-				return CPROF_EXIT_USAGE;
-			}
-			break;
-		case 'b':
-			code = cli_parse_by("report", optarg, true, &by);
-			if (code >= 0)
-				return code;
-			break;
-		case 't':
-			type = optarg;
-			break;
-		case 'j':
-			json = true;
-			break;
-		case 'h':
-			report_usage(stdout);
-			return CPROF_EXIT_OK;
-		default:
-			if (optopt)
-				cli_error("report: option '%s' needs a value (see 'cprof report --help')",
-					  argv[optind - 1]);
-			else
-				cli_error("report: unknown option '%s' (see 'cprof report --help')",
-					  argv[optind - 1]);
-			return CPROF_EXIT_USAGE;
-		}
-	}
-	if (optind >= argc) {
-		cli_error("report: which profile? give its file (see 'cprof report --help')");
-		return CPROF_EXIT_USAGE;
-	}
-	if (optind + 1 < argc) {
-		cli_error("report: unexpected argument '%s' (see 'cprof report --help')",
-			  argv[optind + 1]);
-		return CPROF_EXIT_USAGE;
-	}
-	path = argv[optind];
-	code = cli_read_profile(path, &p);
-	if (code >= 0)
-		return code;
-	code = cli_pick_type("report", p, path, type, &idx);
-	if (code >= 0)
+	pr = cli_parse_options(&report_line, opts, argc, argv, &first);
+	if (pr != CLI_PARSE_OK)
+		return cli_parse_exit_code(pr);
+	path = argv[first];
+	if (cli_read_profile(path, &p) < 0)
+		return CPROF_EXIT_FATAL;
+	if (cli_pick_type("report", p, path, type, &idx) < 0) {
+		code = CPROF_EXIT_USAGE;
 		goto out_profile;
+	}
 	ret = prof_rpt_build(p, idx, (enum prof_rpt_by)by, &r);
 	if (ret < 0) {
 		cli_error("cannot report on '%s': %s", path, strerror(-ret));

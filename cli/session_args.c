@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* The sampling options attach and record share (and overhead in part). */
+#include "config.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define MAX_HZ 1000
+#define MIN_STACK (4u << 10)
+#define MAX_STACK (8u << 20)
+
+/* -f: the names, and the suffix of the default output file. */
+static const struct {
+	const char *name;
+	const char *suffix;
+} formats[] = {
+	[CLI_FORMAT_PPROF] = { "pprof", ".pb.gz" },
+	[CLI_FORMAT_COLLAPSED] = { "collapsed", ".collapsed" },
+	[CLI_FORMAT_SVG] = { "svg", ".svg" },
+};
+
+void cli_session_defaults(struct cli_session *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->hz = 100;
+	a->stack_size = 64u << 10;
+	a->mode = SAMPLER_CPU;
+	/* One thread at a time: each is stopped only while its own stack is
+	 * copied (the README gives the measurements). */
+	a->stop = SAMPLER_STOP_THREAD;
+}
+
+enum cli_opt_status cli_session_opt_duration(void *value, const char *arg)
+{
+	struct cli_session *a = value;
+
+	if (cli_parse_duration(arg, &a->duration_ns) == 0)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid duration '%s' (examples: 500ms, 30s, 2m, 1h)", arg);
+	return CLI_OPT_INVALID;
+}
+
+enum cli_opt_status cli_session_opt_format(void *value, const char *arg)
+{
+	struct cli_session *a = value;
+	size_t i;
+
+	for (i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		if (strcmp(arg, formats[i].name) == 0) {
+			a->format = (enum cli_format)i;
+			return CLI_OPT_TAKEN;
+		}
+	}
+	cli_error("invalid format '%s': pprof (gzipped profile.proto), collapsed "
+		  "(folded stacks for flamegraph.pl) or svg (a flame graph)", arg);
+	return CLI_OPT_INVALID;
+}
+
+enum cli_opt_status cli_session_opt_hz(void *value, const char *arg)
+{
+	struct cli_session *a = value;
+	unsigned long v;
+
+	if (cli_parse_ulong(arg, 1, MAX_HZ, &v) == 0) {
+		a->hz = (unsigned)v;
+		return CLI_OPT_TAKEN;
+	}
+	cli_error("invalid frequency '%s': must be 1..%d samples per second "
+		  "(more would stop threads too often to be safe)", arg, MAX_HZ);
+	return CLI_OPT_INVALID;
+}
+
+enum cli_opt_status cli_session_opt_stack_size(void *value, const char *arg)
+{
+	struct cli_session *a = value;
+
+	if (cli_parse_size(arg, &a->stack_size) == 0 && a->stack_size >= MIN_STACK &&
+	    a->stack_size <= MAX_STACK)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid stack size '%s': must be 4k..8m bytes", arg);
+	return CLI_OPT_INVALID;
+}
+
+enum cli_opt_status cli_session_opt_mode(void *value, const char *arg)
+{
+	struct cli_session *a = value;
+
+	if (strcmp(arg, "cpu") == 0) {
+		a->mode = SAMPLER_CPU;
+		return CLI_OPT_TAKEN;
+	}
+	if (strcmp(arg, "wall") == 0) {
+		a->mode = SAMPLER_WALL;
+		return CLI_OPT_TAKEN;
+	}
+	cli_error("invalid mode '%s': cpu (running threads, CPU time) or wall "
+		  "(every thread, wall time)", arg);
+	return CLI_OPT_INVALID;
+}
+
+enum cli_opt_status cli_session_opt_stop(void *value, const char *arg)
+{
+	struct cli_session *a = value;
+
+	a->stop_given = true;
+	if (strcmp(arg, "thread") == 0) {
+		a->stop = SAMPLER_STOP_THREAD;
+		return CLI_OPT_TAKEN;
+	}
+	if (strcmp(arg, "process") == 0) {
+		a->stop = SAMPLER_STOP_PROCESS;
+		return CLI_OPT_TAKEN;
+	}
+	cli_error("invalid stop policy '%s': thread (one at a time) or process "
+		  "(the sampled threads together)", arg);
+	return CLI_OPT_INVALID;
+}
+
+enum cli_parse_result cli_session_finish_args(struct cli_session *a, const char *cmd, pid_t pid)
+{
+	size_t len, plen = strlen(formats[CLI_FORMAT_PPROF].suffix);
+
+	if (!a->output) {
+		snprintf(a->default_output, sizeof(a->default_output), "cprof-%d%s", (int)pid,
+			 formats[a->format].suffix);
+		a->output = a->default_output;
+	} else if (a->output == a->default_output && a->format != CLI_FORMAT_PPROF) {
+		/* A caller's own default (record: cprof-COMMAND.pb.gz) takes the
+		 * format's suffix. */
+		len = strlen(a->default_output);
+		if (len >= plen &&
+		    strcmp(a->default_output + len - plen, formats[CLI_FORMAT_PPROF].suffix) == 0)
+			snprintf(a->default_output + len - plen, sizeof(a->default_output) - (len - plen),
+				 "%s", formats[a->format].suffix);
+	}
+	if (a->json && strcmp(a->output, "-") == 0) {
+		cli_error("%s: --json and -o - would both write to standard output; "
+			  "give the profile a file name", cmd);
+		return CLI_PARSE_ERROR;
+	}
+	return CLI_PARSE_OK;
+}
