@@ -8,28 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/internal.h"
+#include "lib/grow.h"
+#include "lib/hash.h"
+#include "lib/htab.h"
+#include "lib/utf8.h"
 #include "profile/profile.h"
 #include "profile/profile.pb-c.h"
-
-/*
- * Open-addressing hash index over an entry array.  Slots hold the entry
- * index + 1 (0 = empty) and 32 bits of its hash, so growing never needs to
- * rehash the entries themselves and most mismatches are rejected without
- * touching them.
- */
-struct slot {
-	uint32_t hash;
-	uint32_t ref;
-};
-
-struct htab {
-	struct slot *slots;
-	size_t mask;		/* number of slots - 1; slots == NULL until first use */
-	size_t used;
-};
-
-typedef int (*htab_eq_fn)(const struct prof_builder *b, uint32_t index, const void *key);
 
 struct value_type {
 	int64_t type, unit;	/* string indices */
@@ -65,7 +49,6 @@ struct sample {
 	size_t n_locs;
 	size_t label_off;	/* into labels[] */
 	size_t n_labels;
-	uint32_t hash;
 };
 
 /* A sample being added, before it is known to be new. */
@@ -79,7 +62,7 @@ struct sample_key {
 struct prof_builder {
 	char **strs;			/* string_table; strs[0] == "" */
 	size_t n_strs, cap_strs;
-	struct htab str_tab;
+	struct cprof_htab str_tab;
 
 	struct value_type *types;
 	size_t n_types;
@@ -95,7 +78,7 @@ struct prof_builder {
 
 	struct function *functions;
 	size_t n_functions, cap_functions;
-	struct htab fn_tab;
+	struct cprof_htab fn_tab;
 
 	struct location *locations;
 	size_t n_locations, cap_locations;
@@ -104,7 +87,7 @@ struct prof_builder {
 
 	struct sample *samples;
 	size_t n_samples, cap_samples;
-	struct htab sample_tab;
+	struct cprof_htab sample_tab;
 	uint64_t *sample_locs;
 	size_t n_sample_locs, cap_sample_locs;
 	struct label *labels;
@@ -119,194 +102,39 @@ struct prof_builder {
 
 /* ---- small helpers --------------------------------------------------- */
 
-static uint32_t hash_finish(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return (uint32_t)h;
-}
-
-static uint32_t hash_bytes(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;	/* FNV-1a */
-	size_t i;
-
-	for (i = 0; i < len; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return hash_finish(h);
-}
-
 /* Adds with wrap-around instead of signed overflow, which would be undefined. */
 static int64_t add_wrap(int64_t a, int64_t v)
 {
 	return (int64_t)((uint64_t)a + (uint64_t)v);
 }
 
-/* ---- hash index ------------------------------------------------------ */
-
-static void htab_free(struct htab *t)
-{
-	free(t->slots);
-	t->slots = NULL;
-	t->mask = 0;
-	t->used = 0;
-}
-
-/* Returns the slot holding key, or the empty slot where it would go. */
-static struct slot *htab_probe(const struct prof_builder *b, const struct htab *t,
-			       uint32_t hash, htab_eq_fn eq, const void *key)
-{
-	size_t i = hash & t->mask;
-
-	for (;;) {
-		struct slot *s = &t->slots[i];
-
-		if (!s->ref)
-			return s;
-		if (s->hash == hash && eq(b, s->ref - 1, key))
-			return s;
-		i = (i + 1) & t->mask;
-	}
-}
-
-/* Makes room for one more entry: the load factor stays at most 1/2. */
-static int htab_reserve(struct htab *t)
-{
-	struct slot *nslots;
-	size_t nsize, i;
-
-	if (t->slots && (t->used + 1) * 2 <= t->mask + 1)
-		return 0;
-	nsize = t->slots ? (t->mask + 1) * 2 : 64;
-	/* refs are 32-bit: more than 2^31 entries is out of reach anyway */
-	if (nsize > (size_t)UINT32_MAX || nsize > SIZE_MAX / sizeof(*nslots))
-		return -ENOMEM;
-	nslots = calloc(nsize, sizeof(*nslots));
-	if (!nslots)
-		return -ENOMEM;
-	for (i = 0; t->slots && i <= t->mask; i++) {
-		size_t j;
-
-		if (!t->slots[i].ref)
-			continue;
-		j = t->slots[i].hash & (nsize - 1);
-		while (nslots[j].ref)
-			j = (j + 1) & (nsize - 1);
-		nslots[j] = t->slots[i];
-	}
-	free(t->slots);
-	t->slots = nslots;
-	t->mask = nsize - 1;
-	return 0;
-}
-
 /* ---- strings --------------------------------------------------------- */
-
-/* Length of the well-formed UTF-8 sequence at s (1..4), 0 if ill-formed. */
-static size_t utf8_seq_len(const unsigned char *s)
-{
-	unsigned char c = s[0], lo, hi;
-
-	if (c < 0x80)
-		return 1;
-	if (c < 0xc2)		/* stray continuation byte or overlong form */
-		return 0;
-	if (c < 0xe0)
-		return (s[1] & 0xc0) == 0x80 ? 2 : 0;
-	if (c < 0xf0) {
-		/* E0 would be overlong below A0; ED A0.. are surrogates */
-		lo = c == 0xe0 ? 0xa0 : 0x80;
-		hi = c == 0xed ? 0x9f : 0xbf;
-		if (s[1] < lo || s[1] > hi)
-			return 0;
-		return (s[2] & 0xc0) == 0x80 ? 3 : 0;
-	}
-	if (c < 0xf5) {
-		/* F0 would be overlong below 90; F4 90.. is beyond U+10FFFF */
-		lo = c == 0xf0 ? 0x90 : 0x80;
-		hi = c == 0xf4 ? 0x8f : 0xbf;
-		if (s[1] < lo || s[1] > hi)
-			return 0;
-		if ((s[2] & 0xc0) != 0x80 || (s[3] & 0xc0) != 0x80)
-			return 0;
-		return 4;
-	}
-	return 0;
-}
-
-static bool utf8_valid(const char *s, size_t len)
-{
-	const unsigned char *p = (const unsigned char *)s, *end = p + len;
-
-	while (p < end) {
-		size_t n = utf8_seq_len(p);
-
-		if (!n)
-			return false;
-		p += n;
-	}
-	return true;
-}
-
-/*
- * Copies s with every byte that is not part of a well-formed sequence
- * replaced by U+FFFD: consumers such as Pyroscope reject the whole profile
- * over one bad byte in a symbol name.
- */
-static char *utf8_sanitize(const char *s, size_t len, size_t *out_len)
-{
-	const unsigned char *p = (const unsigned char *)s, *end = p + len;
-	char *out, *q;
-
-	if (len > (SIZE_MAX - 1) / 3)
-		return NULL;
-	out = malloc(len * 3 + 1);
-	if (!out)
-		return NULL;
-	q = out;
-	while (p < end) {
-		size_t n = utf8_seq_len(p);
-
-		if (n) {
-			memcpy(q, p, n);
-			q += n;
-			p += n;
-		} else {
-			memcpy(q, "\xef\xbf\xbd", 3);
-			q += 3;
-			p++;
-		}
-	}
-	*q = '\0';
-	*out_len = (size_t)(q - out);
-	return out;
-}
 
 struct str_key {
 	const char *s;
 	size_t len;
 };
 
-static int str_eq(const struct prof_builder *b, uint32_t index, const void *key)
+static bool str_eq(const struct prof_builder *b, uint32_t index, const struct str_key *k)
 {
-	const struct str_key *k = key;
 	const char *s = b->strs[index];
 
 	return strncmp(s, k->s, k->len) == 0 && s[k->len] == '\0';
 }
 
+#define HTAB_NAME str_index
+#define HTAB_CTX struct prof_builder
+#define HTAB_KEY struct str_key
+#define HTAB_HASH(b, k) cprof_hash_finish(cprof_hash_bytes(CPROF_HASH_SEED, (k)->s, (k)->len))
+#define HTAB_COMPARE str_eq
+#include "lib/htab-type.h"
+
 /* Interns s (NULL is ""), storing its string_table index in *index. */
 static int intern(struct prof_builder *b, const char *s, int64_t *index)
 {
 	struct str_key key;
-	struct slot *slot;
 	char *clean = NULL, *copy;
-	uint32_t hash;
+	uint32_t hash, ref;
 	int err;
 
 	if (!s || !*s) {
@@ -315,16 +143,15 @@ static int intern(struct prof_builder *b, const char *s, int64_t *index)
 	}
 	key.s = s;
 	key.len = strlen(s);
-	if (!utf8_valid(s, key.len)) {
-		clean = utf8_sanitize(s, key.len, &key.len);
+	if (!cprof_utf8_valid(s, key.len)) {
+		clean = cprof_utf8_sanitize(s, key.len, &key.len);
 		if (!clean)
 			return -ENOMEM;
 		key.s = clean;
 	}
-	hash = hash_bytes(key.s, key.len);
-	slot = htab_probe(b, &b->str_tab, hash, str_eq, &key);
-	if (slot->ref) {
-		*index = slot->ref - 1;
+	ref = str_index_find(&b->str_tab, b, &key, &hash);
+	if (ref) {
+		*index = ref - 1;
 		free(clean);
 		return 0;
 	}
@@ -333,13 +160,11 @@ static int intern(struct prof_builder *b, const char *s, int64_t *index)
 		err = -ENOMEM;
 		goto free_clean;
 	}
-	err = prof_grow(&b->strs, &b->cap_strs, b->n_strs + 1, sizeof(*b->strs), 16);
+	err = cprof_grow(&b->strs, &b->cap_strs, b->n_strs + 1, sizeof(*b->strs), 16);
 	if (!err)
-		err = htab_reserve(&b->str_tab);
+		err = cprof_htab_reserve(&b->str_tab, 1);
 	if (err)
 		goto free_clean;
-	/* the table may have grown: find the empty slot again */
-	slot = htab_probe(b, &b->str_tab, hash, str_eq, &key);
 	if (clean) {
 		copy = clean;
 		clean = NULL;
@@ -351,9 +176,7 @@ static int intern(struct prof_builder *b, const char *s, int64_t *index)
 		}
 	}
 	b->strs[b->n_strs] = copy;
-	slot->hash = hash;
-	slot->ref = (uint32_t)b->n_strs + 1;
-	b->str_tab.used++;
+	cprof_htab_add(&b->str_tab, hash, b->n_strs);
 	*index = (int64_t)b->n_strs++;
 	return 0;
 
@@ -380,7 +203,7 @@ int prof_builder_create(struct prof_builder **out,
 		return -ENOMEM;
 
 	/* string_table[0] must be "": pprof treats index 0 as "no string" */
-	err = prof_grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs), 16);
+	err = cprof_grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs), 16);
 	if (err)
 		goto destroy_builder;
 	b->strs[0] = strdup("");
@@ -390,9 +213,6 @@ int prof_builder_create(struct prof_builder **out,
 	}
 	b->n_strs = 1;
 	/* "" is never looked up (intern short-cuts it), so it is not indexed */
-	err = htab_reserve(&b->str_tab);
-	if (err)
-		goto destroy_builder;
 
 	if (n_types) {
 		b->types = calloc(n_types, sizeof(*b->types));
@@ -433,16 +253,16 @@ void prof_builder_destroy(struct prof_builder *b)
 	for (i = 0; i < b->n_strs; i++)
 		free(b->strs[i]);
 	free(b->strs);
-	htab_free(&b->str_tab);
+	cprof_htab_free(&b->str_tab);
 	free(b->types);
 	free(b->comments);
 	free(b->mappings);
 	free(b->functions);
-	htab_free(&b->fn_tab);
+	cprof_htab_free(&b->fn_tab);
 	free(b->locations);
 	free(b->lines);
 	free(b->samples);
-	htab_free(&b->sample_tab);
+	cprof_htab_free(&b->sample_tab);
 	free(b->sample_locs);
 	free(b->labels);
 	free(b->values);
@@ -463,7 +283,7 @@ int prof_add_comment(struct prof_builder *b, const char *text)
 
 	if (!text)
 		return -EINVAL;
-	err = prof_grow(&b->comments, &b->cap_comments, b->n_comments + 1, sizeof(*b->comments), 16);
+	err = cprof_grow(&b->comments, &b->cap_comments, b->n_comments + 1, sizeof(*b->comments), 16);
 	if (err)
 		return err;
 	err = intern(b, text, &index);
@@ -481,7 +301,7 @@ int prof_add_mapping(struct prof_builder *b, const struct prof_mapping *m, uint6
 
 	if (!m)
 		return -EINVAL;
-	err = prof_grow(&b->mappings, &b->cap_mappings, b->n_mappings + 1, sizeof(*b->mappings), 16);
+	err = cprof_grow(&b->mappings, &b->cap_mappings, b->n_mappings + 1, sizeof(*b->mappings), 16);
 	if (err)
 		return err;
 	err = intern(b, m->filename, &filename);
@@ -512,27 +332,33 @@ static uint32_t function_hash(const struct function *f)
 {
 	uint64_t h = 0;
 
-	h = prof_hash_mix(h, (uint64_t)f->name);
-	h = prof_hash_mix(h, (uint64_t)f->system_name);
-	h = prof_hash_mix(h, (uint64_t)f->filename);
-	h = prof_hash_mix(h, (uint64_t)f->start_line);
-	return hash_finish(h);
+	h = cprof_hash_mix(h, (uint64_t)f->name);
+	h = cprof_hash_mix(h, (uint64_t)f->system_name);
+	h = cprof_hash_mix(h, (uint64_t)f->filename);
+	h = cprof_hash_mix(h, (uint64_t)f->start_line);
+	return cprof_hash_finish(h);
 }
 
-static int function_eq(const struct prof_builder *b, uint32_t index, const void *key)
+static bool function_eq(const struct prof_builder *b, uint32_t index, const struct function *k)
 {
-	const struct function *f = &b->functions[index], *k = key;
+	const struct function *f = &b->functions[index];
 
 	return f->name == k->name && f->system_name == k->system_name &&
 	       f->filename == k->filename && f->start_line == k->start_line;
 }
 
+#define HTAB_NAME fn_index
+#define HTAB_CTX struct prof_builder
+#define HTAB_KEY struct function
+#define HTAB_HASH(b, k) function_hash(k)
+#define HTAB_COMPARE function_eq
+#include "lib/htab-type.h"
+
 /* Interns the function of line l, storing its id (1..N) in *id. */
 static int intern_function(struct prof_builder *b, const struct prof_line *l, uint64_t *id)
 {
 	struct function key;
-	struct slot *slot;
-	uint32_t hash;
+	uint32_t hash, ref;
 	int err;
 
 	err = intern(b, l->function, &key.name);
@@ -544,24 +370,19 @@ static int intern_function(struct prof_builder *b, const struct prof_line *l, ui
 		return err;
 	key.start_line = l->start_line;
 
-	hash = function_hash(&key);
-	if (b->fn_tab.slots) {
-		slot = htab_probe(b, &b->fn_tab, hash, function_eq, &key);
-		if (slot->ref) {
-			*id = slot->ref;
-			return 0;
-		}
+	ref = fn_index_find(&b->fn_tab, b, &key, &hash);
+	if (ref) {
+		*id = ref;
+		return 0;
 	}
-	err = prof_grow(&b->functions, &b->cap_functions, b->n_functions + 1, sizeof(*b->functions), 16);
+	err = cprof_grow(&b->functions, &b->cap_functions, b->n_functions + 1,
+			 sizeof(*b->functions), 16);
 	if (!err)
-		err = htab_reserve(&b->fn_tab);
+		err = cprof_htab_reserve(&b->fn_tab, 1);
 	if (err)
 		return err;
-	slot = htab_probe(b, &b->fn_tab, hash, function_eq, &key);
 	b->functions[b->n_functions] = key;
-	slot->hash = hash;
-	slot->ref = (uint32_t)b->n_functions + 1;
-	b->fn_tab.used++;
+	cprof_htab_add(&b->fn_tab, hash, b->n_functions);
 	*id = ++b->n_functions;
 	return 0;
 }
@@ -586,9 +407,9 @@ int prof_add_location(struct prof_builder *b, uint64_t mapping_id, uint64_t addr
 	if (b->n_locations >= UINT32_MAX)
 		return -ENOMEM;
 
-	err = prof_grow(&b->locations, &b->cap_locations, b->n_locations + 1, sizeof(*b->locations), 16);
+	err = cprof_grow(&b->locations, &b->cap_locations, b->n_locations + 1, sizeof(*b->locations), 16);
 	if (!err)
-		err = prof_grow(&b->lines, &b->cap_lines, b->n_lines + n_kept, sizeof(*b->lines), 16);
+		err = cprof_grow(&b->lines, &b->cap_lines, b->n_lines + n_kept, sizeof(*b->lines), 16);
 	if (err)
 		return err;
 
@@ -635,39 +456,45 @@ static int label_cmp(const struct label *a, const struct label *c)
 	return 0;
 }
 
-static int sample_eq(const struct prof_builder *b, uint32_t index, const void *key)
+static bool sample_eq(const struct prof_builder *b, uint32_t index, const struct sample_key *k)
 {
 	const struct sample *s = &b->samples[index];
-	const struct sample_key *k = key;
 	size_t i;
 
 	if (s->n_locs != k->n_locs || s->n_labels != k->n_labels)
-		return 0;
+		return false;
 	if (k->n_locs && memcmp(&b->sample_locs[s->loc_off], k->locs,
 				k->n_locs * sizeof(*k->locs)))
-		return 0;
+		return false;
 	for (i = 0; i < k->n_labels; i++)
 		if (label_cmp(&b->labels[s->label_off + i], &k->labels[i]))
-			return 0;
-	return 1;
+			return false;
+	return true;
 }
 
 static uint32_t sample_hash(const struct sample_key *k)
 {
-	uint64_t h = prof_hash_mix(0, k->n_locs);
+	uint64_t h = cprof_hash_mix(0, k->n_locs);
 	size_t i;
 
 	for (i = 0; i < k->n_locs; i++)
-		h = prof_hash_mix(h, k->locs[i]);
-	h = prof_hash_mix(h, k->n_labels);
+		h = cprof_hash_mix(h, k->locs[i]);
+	h = cprof_hash_mix(h, k->n_labels);
 	for (i = 0; i < k->n_labels; i++) {
-		h = prof_hash_mix(h, (uint64_t)k->labels[i].key);
-		h = prof_hash_mix(h, (uint64_t)k->labels[i].str);
-		h = prof_hash_mix(h, (uint64_t)k->labels[i].num);
-		h = prof_hash_mix(h, (uint64_t)k->labels[i].num_unit);
+		h = cprof_hash_mix(h, (uint64_t)k->labels[i].key);
+		h = cprof_hash_mix(h, (uint64_t)k->labels[i].str);
+		h = cprof_hash_mix(h, (uint64_t)k->labels[i].num);
+		h = cprof_hash_mix(h, (uint64_t)k->labels[i].num_unit);
 	}
-	return hash_finish(h);
+	return cprof_hash_finish(h);
 }
+
+#define HTAB_NAME sample_index
+#define HTAB_CTX struct prof_builder
+#define HTAB_KEY struct sample_key
+#define HTAB_HASH(b, k) sample_hash(k)
+#define HTAB_COMPARE sample_eq
+#include "lib/htab-type.h"
 
 /*
  * Interns labels into b->scratch in a canonical order, so that the same
@@ -678,7 +505,7 @@ static int scratch_labels(struct prof_builder *b, const struct prof_label *label
 	size_t i, j;
 	int err;
 
-	err = prof_grow(&b->scratch, &b->cap_scratch, n, sizeof(*b->scratch), 16);
+	err = cprof_grow(&b->scratch, &b->cap_scratch, n, sizeof(*b->scratch), 16);
 	if (err)
 		return err;
 	for (i = 0; i < n; i++) {
@@ -703,16 +530,11 @@ static int scratch_labels(struct prof_builder *b, const struct prof_label *label
 	return 0;
 }
 
-int prof_add_sample(struct prof_builder *b, const uint64_t *location_ids, size_t n_locations,
-		    const int64_t *values, const struct prof_label *labels, size_t n_labels)
+static int check_sample(const struct prof_builder *b, const uint64_t *location_ids,
+			size_t n_locations, const int64_t *values, const struct prof_label *labels,
+			size_t n_labels)
 {
-	struct sample_key key;
-	struct sample *s;
-	struct slot *slot;
-	uint32_t hash;
 	size_t i;
-	int64_t *dst;
-	int err;
 
 	if ((n_locations && !location_ids) || (b->n_types && !values) ||
 	    (n_labels && !labels))
@@ -723,66 +545,78 @@ int prof_add_sample(struct prof_builder *b, const uint64_t *location_ids, size_t
 	for (i = 0; i < n_labels; i++)
 		if (!labels[i].key || !*labels[i].key)
 			return -EINVAL;
+	return 0;
+}
 
-	err = scratch_labels(b, labels, n_labels);
-	if (err)
-		return err;
-	key.locs = location_ids;
-	key.n_locs = n_locations;
-	key.labels = b->scratch;
-	key.n_labels = n_labels;
-	hash = sample_hash(&key);
-
-	if (b->sample_tab.slots) {
-		slot = htab_probe(b, &b->sample_tab, hash, sample_eq, &key);
-		if (slot->ref) {
-			dst = &b->values[(size_t)(slot->ref - 1) * b->n_types];
-			for (i = 0; i < b->n_types; i++)
-				dst[i] = add_wrap(dst[i], values[i]);
-			return 0;
-		}
-	}
+/* Appends key (its labels in b->scratch) as a new sample with values. */
+static int append_sample(struct prof_builder *b, const struct sample_key *key, uint32_t hash,
+			 const int64_t *values)
+{
+	struct sample *s;
+	int err;
 
 	if (b->n_samples >= UINT32_MAX - 1)
 		return -ENOMEM;
 	if (b->n_types && b->n_samples + 1 > SIZE_MAX / b->n_types)
 		return -ENOMEM;
 	/* reserve everything first so that a failure leaves no partial sample */
-	err = prof_grow(&b->samples, &b->cap_samples, b->n_samples + 1, sizeof(*b->samples), 16);
+	err = cprof_grow(&b->samples, &b->cap_samples, b->n_samples + 1, sizeof(*b->samples), 16);
 	if (!err)
-		err = prof_grow(&b->sample_locs, &b->cap_sample_locs, b->n_sample_locs + n_locations,
-			   sizeof(*b->sample_locs), 16);
+		err = cprof_grow(&b->sample_locs, &b->cap_sample_locs,
+				 b->n_sample_locs + key->n_locs, sizeof(*b->sample_locs), 16);
 	if (!err)
-		err = prof_grow(&b->labels, &b->cap_labels, b->n_labels + n_labels, sizeof(*b->labels), 16);
+		err = cprof_grow(&b->labels, &b->cap_labels, b->n_labels + key->n_labels,
+				 sizeof(*b->labels), 16);
 	if (!err && b->n_types)
-		err = prof_grow(&b->values, &b->cap_values, (b->n_samples + 1) * b->n_types,
-			   sizeof(*b->values), 16);
+		err = cprof_grow(&b->values, &b->cap_values, (b->n_samples + 1) * b->n_types,
+				 sizeof(*b->values), 16);
 	if (!err)
-		err = htab_reserve(&b->sample_tab);
+		err = cprof_htab_reserve(&b->sample_tab, 1);
 	if (err)
 		return err;
-	slot = htab_probe(b, &b->sample_tab, hash, sample_eq, &key);
 
 	s = &b->samples[b->n_samples];
 	s->loc_off = b->n_sample_locs;
-	s->n_locs = n_locations;
+	s->n_locs = key->n_locs;
 	s->label_off = b->n_labels;
-	s->n_labels = n_labels;
-	s->hash = hash;
-	if (n_locations)
-		memcpy(&b->sample_locs[s->loc_off], location_ids,
-		       n_locations * sizeof(*location_ids));
-	if (n_labels)
-		memcpy(&b->labels[s->label_off], b->scratch, n_labels * sizeof(*b->scratch));
+	s->n_labels = key->n_labels;
+	if (key->n_locs)
+		memcpy(&b->sample_locs[s->loc_off], key->locs, key->n_locs * sizeof(*key->locs));
+	if (key->n_labels)
+		memcpy(&b->labels[s->label_off], key->labels, key->n_labels * sizeof(*key->labels));
 	if (b->n_types)
-		memcpy(&b->values[b->n_samples * b->n_types], values,
-		       b->n_types * sizeof(*values));
-	b->n_sample_locs += n_locations;
-	b->n_labels += n_labels;
-	slot->hash = hash;
-	slot->ref = (uint32_t)b->n_samples + 1;
-	b->sample_tab.used++;
+		memcpy(&b->values[b->n_samples * b->n_types], values, b->n_types * sizeof(*values));
+	b->n_sample_locs += key->n_locs;
+	b->n_labels += key->n_labels;
+	cprof_htab_add(&b->sample_tab, hash, b->n_samples);
 	b->n_samples++;
+	return 0;
+}
+
+int prof_add_sample(struct prof_builder *b, const uint64_t *location_ids, size_t n_locations,
+		    const int64_t *values, const struct prof_label *labels, size_t n_labels)
+{
+	struct sample_key key;
+	uint32_t hash, ref;
+	int64_t *dst;
+	size_t i;
+	int err;
+
+	err = check_sample(b, location_ids, n_locations, values, labels, n_labels);
+	if (!err)
+		err = scratch_labels(b, labels, n_labels);
+	if (err)
+		return err;
+	key.locs = location_ids;
+	key.n_locs = n_locations;
+	key.labels = b->scratch;
+	key.n_labels = n_labels;
+	ref = sample_index_find(&b->sample_tab, b, &key, &hash);
+	if (!ref)
+		return append_sample(b, &key, hash, values);
+	dst = &b->values[(size_t)(ref - 1) * b->n_types];
+	for (i = 0; i < b->n_types; i++)
+		dst[i] = add_wrap(dst[i], values[i]);
 	return 0;
 }
 

@@ -8,13 +8,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/grow.h"
+#include "lib/hash.h"
+#include "lib/htab.h"
 #include "profile/export.h"
 
-/* (module, lookup address) -> location id, open addressing. */
-struct loc_slot {
+/* (module, lookup address) -> location id, in lookup order. */
+struct loc_entry {
 	uint64_t addr;
 	uint32_t module;
-	bool used;
 	uint64_t id;
 };
 
@@ -26,42 +28,31 @@ struct exporter {
 	uint64_t *mapping_ids;		/* by module id */
 	bool *module_used;
 	size_t n_modules;
-	struct loc_slot *slots;
-	size_t n_slots, used_slots;
+	struct loc_entry *locs;
+	size_t n_locs, cap_locs;
+	struct cprof_htab loc_index;
 	uint64_t *loc_ids;		/* scratch, one per frame */
 	size_t cap_loc_ids;
 	struct prof_line *lines;	/* scratch */
 	size_t cap_lines;
 };
 
-static uint64_t loc_hash(uint64_t addr, uint32_t module)
+static uint32_t loc_hash(const struct loc_entry *k)
 {
-	return (addr ^ ((uint64_t)module << 48)) * 0x9e3779b97f4a7c15ull;
+	return cprof_hash_finish(cprof_hash_mix(k->addr, k->module));
 }
 
-static int grow_slots(struct exporter *x)
+static bool loc_eq(const struct exporter *x, uint32_t index, const struct loc_entry *k)
 {
-	size_t n = x->n_slots ? x->n_slots * 2 : 4096, i;
-	struct loc_slot *nv = calloc(n, sizeof(*nv));
-
-	if (!nv)
-		return -ENOMEM;
-	for (i = 0; i < x->n_slots; i++) {
-		struct loc_slot *o = &x->slots[i];
-		size_t j;
-
-		if (!o->used)
-			continue;
-		j = (size_t)(loc_hash(o->addr, o->module) & (n - 1));
-		while (nv[j].used)
-			j = (j + 1) & (n - 1);
-		nv[j] = *o;
-	}
-	free(x->slots);
-	x->slots = nv;
-	x->n_slots = n;
-	return 0;
+	return x->locs[index].addr == k->addr && x->locs[index].module == k->module;
 }
+
+#define HTAB_NAME loc_index
+#define HTAB_CTX struct exporter
+#define HTAB_KEY struct loc_entry
+#define HTAB_HASH(x, k) loc_hash(k)
+#define HTAB_COMPARE loc_eq
+#include "lib/htab-type.h"
 
 static int mark_modules(uint32_t thread, const struct prof_frame *f, size_t n,
 			const int64_t *values, void *arg)
@@ -95,39 +86,30 @@ static int add_mapping(struct exporter *x, const struct sym_module *m)
 	return prof_add_mapping(x->b, &pm, &x->mapping_ids[m->id]);
 }
 
-static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t *id)
+/*
+ * The lines of f's symbols into x->lines, *n of them (0: nothing known).
+ * Out of memory is an error; any other failure of the symbolizer (a module
+ * it cannot read) leaves this one frame unsymbolized rather than losing the
+ * profile.
+ */
+static int lines_for(struct exporter *x, const struct sym_module *m, const struct prof_frame *f,
+		     size_t *n)
 {
-	/* A caller frame holds a return address: its call is at addr - 1. */
-	uint64_t addr = (f->flags & PROF_FRAME_EXACT) || !f->addr ? f->addr : f->addr - 1;
-	const struct sym_module *m = f->module ? sym_modtab_get(x->mods, f->module) : NULL;
 	const struct sym_frame *sf = NULL;
-	size_t j, i, n = 0;
+	size_t i;
 	int ret;
 
-	if (x->used_slots * 2 >= x->n_slots && (ret = grow_slots(x)) < 0)
+	*n = 0;
+	if (!m || !x->sym)
+		return 0;
+	ret = sym_lookup(x->sym, m, f->addr, !(f->flags & PROF_FRAME_EXACT), &sf, n);
+	if (ret == -ENOMEM)
 		return ret;
-	j = (size_t)(loc_hash(addr, f->module) & (x->n_slots - 1));
-	while (x->slots[j].used) {
-		if (x->slots[j].addr == addr && x->slots[j].module == f->module) {
-			*id = x->slots[j].id;
-			return 0;
-		}
-		j = (j + 1) & (x->n_slots - 1);
-	}
-	if (m && x->sym) {
-		ret = sym_lookup(x->sym, m, f->addr, !(f->flags & PROF_FRAME_EXACT), &sf, &n);
-		if (ret < 0)
-			n = 0;
-	}
-	if (n > x->cap_lines) {
-		struct prof_line *nv = realloc(x->lines, n * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		x->lines = nv;
-		x->cap_lines = n;
-	}
-	for (i = 0; i < n; i++) {
+	if (ret < 0)
+		*n = 0;
+	if (cprof_grow(&x->lines, &x->cap_lines, *n, sizeof(*x->lines), 16) < 0)
+		return -ENOMEM;
+	for (i = 0; i < *n; i++) {
 		x->lines[i] = (struct prof_line){
 			.function = sf[i].function ? sf[i].function : sf[i].system_name,
 			.system_name = sf[i].system_name,
@@ -136,13 +118,41 @@ static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t
 			.line = sf[i].line,
 		};
 	}
-	/* An address 0 with nothing known cannot be a location; callers
-	 * drop such frames before getting here. */
-	ret = prof_add_location(x->b, m ? x->mapping_ids[m->id] : 0, addr, x->lines, n, id);
+	return 0;
+}
+
+static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t *id)
+{
+	/* A caller frame holds a return address: its call is at addr - 1. */
+	struct loc_entry key = {
+		.addr = (f->flags & PROF_FRAME_EXACT) || !f->addr ? f->addr : f->addr - 1,
+		.module = f->module,
+	};
+	const struct sym_module *m = f->module ? sym_modtab_get(x->mods, f->module) : NULL;
+	uint32_t hash, ref;
+	size_t n;
+	int ret;
+
+	ref = loc_index_find(&x->loc_index, x, &key, &hash);
+	if (ref) {
+		*id = x->locs[ref - 1].id;
+		return 0;
+	}
+	ret = lines_for(x, m, f, &n);
+	if (!ret)
+		ret = cprof_grow(&x->locs, &x->cap_locs, x->n_locs + 1, sizeof(*x->locs), 1024);
+	if (!ret)
+		ret = cprof_htab_reserve(&x->loc_index, 1);
 	if (ret < 0)
 		return ret;
-	x->slots[j] = (struct loc_slot){ .addr = addr, .module = f->module, .used = true, .id = *id };
-	x->used_slots++;
+	/* An address 0 with nothing known cannot be a location; callers
+	 * drop such frames before getting here. */
+	ret = prof_add_location(x->b, m ? x->mapping_ids[m->id] : 0, key.addr, x->lines, n, id);
+	if (ret < 0)
+		return ret;
+	key.id = *id;
+	x->locs[x->n_locs] = key;
+	cprof_htab_add(&x->loc_index, hash, x->n_locs++);
 	return 0;
 }
 
@@ -157,14 +167,8 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 	pid_t tid;
 	int ret;
 
-	if (n > x->cap_loc_ids) {
-		uint64_t *nv = realloc(x->loc_ids, n * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		x->loc_ids = nv;
-		x->cap_loc_ids = n;
-	}
+	if (cprof_grow(&x->loc_ids, &x->cap_loc_ids, n, sizeof(*x->loc_ids), 64) < 0)
+		return -ENOMEM;
 	for (i = 0; i < n; i++) {
 		if (!f[i].addr)
 			continue;
@@ -236,7 +240,8 @@ err:
 		prof_builder_destroy(x.b);
 	free(x.mapping_ids);
 	free(x.module_used);
-	free(x.slots);
+	free(x.locs);
+	cprof_htab_free(&x.loc_index);
 	free(x.loc_ids);
 	free(x.lines);
 	return ret;

@@ -15,6 +15,10 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "lib/grow.h"
+#include "lib/hash.h"
+#include "lib/htab.h"
+#include "lib/utf8.h"
 #include "profile/atomic.h"
 #include "profile/flame.h"
 #include "profile/profile.h"
@@ -34,65 +38,48 @@ struct flame_node {
 
 struct flame {
 	char **names;		/* sanitized, owned */
-	uint32_t n_names, cap_names;
-	uint32_t *name_slots;	/* open addressing: name index + 1, 0 empty */
-	size_t name_mask;
+	size_t n_names, cap_names;
+	struct cprof_htab name_index;
 	struct flame_node *nodes;
-	uint32_t n_nodes, cap_nodes;
-	uint32_t *node_slots;	/* (parent, name) -> node index + 1 */
-	size_t node_mask;
+	size_t n_nodes, cap_nodes;
+	struct cprof_htab node_index;	/* (parent, name) -> node */
 	uint32_t max_depth;
 };
 
-static uint64_t hash_bytes(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ull;	/* FNV-1a */
+/* A name being interned: len bytes, not NUL-terminated. */
+struct name_key {
+	const char *s;
+	size_t len;
+};
 
-	while (len--) {
-		h ^= (unsigned char)*s++;
-		h *= 0x100000001b3ull;
-	}
-	return h;
+static bool name_eq(const struct flame *fl, uint32_t i, const struct name_key *k)
+{
+	return strncmp(fl->names[i], k->s, k->len) == 0 && fl->names[i][k->len] == '\0';
 }
 
-static uint64_t hash_pair(uint32_t a, uint32_t b)
-{
-	uint64_t h = ((uint64_t)a << 32 | b) * 0x9e3779b97f4a7c15ull;
+#define HTAB_NAME name_index
+#define HTAB_CTX struct flame
+#define HTAB_KEY struct name_key
+#define HTAB_HASH(fl, k) cprof_hash_finish(cprof_hash_bytes(CPROF_HASH_SEED, (k)->s, (k)->len))
+#define HTAB_COMPARE name_eq
+#include "lib/htab-type.h"
 
-	return h ^ (h >> 29);
+/* A child being looked up: (parent node, name index). */
+struct child_key {
+	uint32_t parent, name;
+};
+
+static bool child_eq(const struct flame *fl, uint32_t i, const struct child_key *k)
+{
+	return fl->nodes[i].parent == k->parent && fl->nodes[i].name == k->name;
 }
 
-/* Doubles an open-addressing table; rehash gives each entry's slot hash. */
-static int grow_slots(uint32_t **slots, size_t *mask, uint64_t (*rehash)(const struct flame *, uint32_t),
-		      const struct flame *fl)
-{
-	size_t n = *mask ? (*mask + 1) * 2 : 1024, i, j;
-	uint32_t *t = calloc(n, sizeof(*t));
-
-	if (!t)
-		return -ENOMEM;
-	for (i = 0; *mask && i <= *mask; i++) {
-		if (!(*slots)[i])
-			continue;
-		for (j = rehash(fl, (*slots)[i] - 1) & (n - 1); t[j]; j = (j + 1) & (n - 1))
-			;
-		t[j] = (*slots)[i];
-	}
-	free(*slots);
-	*slots = t;
-	*mask = n - 1;
-	return 0;
-}
-
-static uint64_t name_hash_of(const struct flame *fl, uint32_t i)
-{
-	return hash_bytes(fl->names[i], strlen(fl->names[i]));
-}
-
-static uint64_t node_hash_of(const struct flame *fl, uint32_t i)
-{
-	return hash_pair(fl->nodes[i].parent, fl->nodes[i].name);
-}
+#define HTAB_NAME node_index
+#define HTAB_CTX struct flame
+#define HTAB_KEY struct child_key
+#define HTAB_HASH(fl, k) cprof_hash_finish(cprof_hash_mix((k)->parent, (k)->name))
+#define HTAB_COMPARE child_eq
+#include "lib/htab-type.h"
 
 /* ';' separates frames in collapsed stacks and control characters break
  * lines (and XML): neither may appear in a name. */
@@ -101,90 +88,72 @@ static bool bad_name_char(unsigned char c)
 	return c == ';' || c < 0x20 || c == 0x7f;
 }
 
+/* A malloc'ed copy of the len bytes at name with the bad characters made '_'. */
+static char *clean_name(const char *name, size_t len)
+{
+	char *copy = malloc(len + 1);
+	size_t k;
+
+	if (!copy)
+		return NULL;
+	for (k = 0; k < len; k++)
+		copy[k] = bad_name_char((unsigned char)name[k]) ? '_' : name[k];
+	copy[len] = '\0';
+	return copy;
+}
+
 /* The index of name (len bytes, sanitized on the way in), added if new. */
 static int intern(struct flame *fl, const char *name, size_t len, uint32_t *out)
 {
-	uint64_t h;
-	size_t j, k;
-	uint32_t idx;
-	char *copy;
-	bool clean = true;
+	struct name_key key = { name, len };
+	uint32_t hash, ref;
+	char *copy = NULL;
+	size_t k;
 
-	for (k = 0; k < len; k++)
-		if (bad_name_char((unsigned char)name[k]))
-			clean = false;
-	if (!clean) {
-		copy = malloc(len + 1);
-		if (!copy)
-			return -ENOMEM;
-		for (k = 0; k < len; k++)
-			copy[k] = bad_name_char((unsigned char)name[k]) ? '_' : name[k];
-		copy[len] = '\0';
-		name = copy;
-	} else {
-		copy = NULL;
-	}
-	if ((size_t)fl->n_names * 2 >= fl->name_mask &&
-	    grow_slots(&fl->name_slots, &fl->name_mask, name_hash_of, fl) < 0)
-		goto nomem;
-	h = hash_bytes(name, len);
-	for (j = h & fl->name_mask; fl->name_slots[j]; j = (j + 1) & fl->name_mask) {
-		idx = fl->name_slots[j] - 1;
-		if (strncmp(fl->names[idx], name, len) == 0 && fl->names[idx][len] == '\0') {
-			free(copy);
-			*out = idx;
-			return 0;
+	for (k = 0; k < len && !copy; k++) {
+		if (bad_name_char((unsigned char)name[k])) {
+			copy = clean_name(name, len);
+			if (!copy)
+				return -ENOMEM;
+			key.s = copy;
 		}
 	}
-	if (fl->n_names == fl->cap_names) {
-		uint32_t cap = fl->cap_names ? fl->cap_names * 2 : 256;
-		char **t = realloc(fl->names, cap * sizeof(*t));
-
-		if (!t)
-			goto nomem;
-		fl->names = t;
-		fl->cap_names = cap;
+	ref = name_index_find(&fl->name_index, fl, &key, &hash);
+	if (ref) {
+		free(copy);
+		*out = ref - 1;
+		return 0;
 	}
-	if (!copy) {
+	if (!copy)
 		copy = strndup(name, len);
-		if (!copy)
-			return -ENOMEM;
+	if (!copy || fl->n_names >= UINT32_MAX - 1 ||
+	    cprof_grow(&fl->names, &fl->cap_names, fl->n_names + 1, sizeof(*fl->names), 256) < 0 ||
+	    cprof_htab_reserve(&fl->name_index, 1) < 0) {
+		free(copy);
+		return -ENOMEM;
 	}
 	fl->names[fl->n_names] = copy;
-	fl->name_slots[j] = ++fl->n_names;
-	*out = fl->n_names - 1;
+	cprof_htab_add(&fl->name_index, hash, fl->n_names);
+	*out = (uint32_t)fl->n_names++;
 	return 0;
-nomem:
-	free(copy);
-	return -ENOMEM;
 }
 
 /* The child of parent called name, added if new. */
 static int child_of(struct flame *fl, uint32_t parent, uint32_t name, uint32_t *out)
 {
+	struct child_key key = { parent, name };
 	struct flame_node *n;
-	size_t j;
+	uint32_t hash, ref;
 
-	if ((size_t)fl->n_nodes * 2 >= fl->node_mask &&
-	    grow_slots(&fl->node_slots, &fl->node_mask, node_hash_of, fl) < 0)
+	ref = node_index_find(&fl->node_index, fl, &key, &hash);
+	if (ref) {
+		*out = ref - 1;
+		return 0;
+	}
+	if (fl->n_nodes >= UINT32_MAX - 1 ||
+	    cprof_grow(&fl->nodes, &fl->cap_nodes, fl->n_nodes + 1, sizeof(*fl->nodes), 1024) < 0 ||
+	    cprof_htab_reserve(&fl->node_index, 1) < 0)
 		return -ENOMEM;
-	for (j = hash_pair(parent, name) & fl->node_mask; fl->node_slots[j];
-	     j = (j + 1) & fl->node_mask) {
-		n = &fl->nodes[fl->node_slots[j] - 1];
-		if (n->parent == parent && n->name == name) {
-			*out = fl->node_slots[j] - 1;
-			return 0;
-		}
-	}
-	if (fl->n_nodes == fl->cap_nodes) {
-		uint32_t cap = fl->cap_nodes * 2;
-		struct flame_node *t = realloc(fl->nodes, cap * sizeof(*t));
-
-		if (!t)
-			return -ENOMEM;
-		fl->nodes = t;
-		fl->cap_nodes = cap;
-	}
 	n = &fl->nodes[fl->n_nodes];
 	memset(n, 0, sizeof(*n));
 	n->name = name;
@@ -192,8 +161,8 @@ static int child_of(struct flame *fl, uint32_t parent, uint32_t name, uint32_t *
 	n->depth = fl->nodes[parent].depth + 1;
 	if (n->depth > fl->max_depth)
 		fl->max_depth = n->depth;
-	fl->node_slots[j] = ++fl->n_nodes;
-	*out = fl->n_nodes - 1;
+	cprof_htab_add(&fl->node_index, hash, fl->n_nodes);
+	*out = (uint32_t)fl->n_nodes++;
 	return 0;
 }
 
@@ -297,7 +266,7 @@ static int cmp_key(const void *a, const void *b)
 static int finish_tree(struct flame *fl)
 {
 	struct sort_key *keys;
-	uint32_t i, n = fl->n_nodes - 1;
+	uint32_t i, n = (uint32_t)fl->n_nodes - 1;
 
 	/* children always come after their parent in the array */
 	for (i = 0; i < fl->n_nodes; i++)
@@ -331,9 +300,9 @@ static void flame_free(struct flame *fl)
 	for (i = 0; i < fl->n_names; i++)
 		free(fl->names[i]);
 	free(fl->names);
-	free(fl->name_slots);
+	cprof_htab_free(&fl->name_index);
 	free(fl->nodes);
-	free(fl->node_slots);
+	cprof_htab_free(&fl->node_index);
 }
 
 static int flame_build(struct flame *fl, const struct prof_rd_profile *p, size_t type,
@@ -346,10 +315,9 @@ static int flame_build(struct flame *fl, const struct prof_rd_profile *p, size_t
 	memset(fl, 0, sizeof(*fl));
 	if (type >= p->n_sample_types)
 		return -EINVAL;
-	fl->cap_nodes = 1024;
-	fl->nodes = calloc(fl->cap_nodes, sizeof(*fl->nodes));
-	if (!fl->nodes)
+	if (cprof_grow(&fl->nodes, &fl->cap_nodes, 1, sizeof(*fl->nodes), 1024) < 0)
 		return -ENOMEM;
+	memset(&fl->nodes[0], 0, sizeof(fl->nodes[0]));
 	fl->n_nodes = 1;	/* the root */
 	for (i = 0; i < p->n_samples; i++) {
 		v = p->samples[i].values[type];
@@ -460,33 +428,16 @@ int prof_flame_collapsed(const struct prof_rd_profile *p, size_t type, unsigned 
 #define SVG_CHAR_W 7.2		/* advance of a 12px monospace glyph, about 0.6 em */
 #define SVG_MIN_W 0.1		/* narrower frames (and their children) are not drawn */
 
-/* Length of the UTF-8 sequence at s (at most n bytes), 0 if invalid. */
+/*
+ * Length of the UTF-8 sequence at s (at most n bytes) when it is an XML
+ * character, 0 if not: ill-formed UTF-8, and U+FFFE/U+FFFF (EF BF BE/BF),
+ * which are well-formed but not allowed in XML.
+ */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-	size_t len, i;
-	uint32_t c;
+	size_t len = cprof_utf8_seq_len(s, n);
 
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	c = s[0] & (0x7f >> len);
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates and U+FFFE/U+FFFF are not XML characters */
-	if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff) || c == 0xfffe || c == 0xffff)
+	if (len == 3 && s[0] == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
 		return 0;
 	return len;
 }
@@ -564,7 +515,7 @@ static void put_label(FILE *f, const char *name, double w)
 /* Warm colors (flame-like), stable for a name across graphs and runs. */
 static void put_color(FILE *f, const char *name)
 {
-	uint64_t h = hash_bytes(name, strlen(name));
+	uint64_t h = cprof_hash_bytes(CPROF_HASH_SEED, name, strlen(name));
 
 	fprintf(f, "rgb(%u,%u,%u)", 205 + (unsigned)(h % 51), 60 + (unsigned)((h >> 16) % 161),
 		(unsigned)((h >> 32) % 56));

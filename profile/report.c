@@ -10,6 +10,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/grow.h"
+#include "lib/hash.h"
+#include "lib/htab.h"
 #include "profile/report.h"
 
 struct rpt_node {
@@ -18,13 +21,7 @@ struct rpt_node {
 	bool inline_in, call_in;	/* reached by an inline / a real call */
 };
 
-/* Open addressing; slots hold node index + 1 (0: empty). */
-struct node_map {
-	size_t *slots;
-	size_t cap;		/* power of two */
-};
-
-/* Location pointer -> its nodes: loc_nodes[start .. start + count). */
+/* Location -> its nodes: loc_nodes[start .. start + count). */
 struct loc_slot {
 	const struct prof_rd_location *loc;
 	size_t start, count;
@@ -41,85 +38,63 @@ struct builder {
 	enum prof_rpt_by by;
 	struct rpt_node *nodes;
 	size_t n_nodes, cap_nodes;
-	struct node_map map;
+	struct cprof_htab node_index;	/* (name, file, line) -> node */
 	struct loc_slot *locs;
-	size_t loc_cap, n_locs;
+	size_t n_locs, cap_locs;
+	struct cprof_htab loc_index;	/* location -> locs[] */
 	size_t *loc_nodes;
 	size_t n_loc_nodes, cap_loc_nodes;
 };
 
-static int grow(void *arrp, size_t *cap, size_t need, size_t size)
-{
-	void **arr = arrp;
-	size_t ncap = *cap ? *cap : 64;
-	void *n;
+/* A node being looked up. */
+struct node_key {
+	const char *name, *file;
+	int64_t line;
+};
 
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	n = realloc(*arr, ncap * size);
-	if (!n)
-		return -ENOMEM;
-	*arr = n;
-	*cap = ncap;
-	return 0;
+static uint32_t node_hash(const struct node_key *k)
+{
+	uint64_t h = CPROF_HASH_SEED;
+
+	/* the names' terminating NULs keep ("ab", "c") apart from ("a", "bc") */
+	h = cprof_hash_bytes(h, k->name, strlen(k->name) + 1);
+	h = cprof_hash_bytes(h, k->file, strlen(k->file) + 1);
+	return cprof_hash_finish(cprof_hash_mix(h, (uint64_t)k->line));
 }
 
-static uint64_t hash_key(const char *name, const char *file, int64_t line)
+static bool node_eq(const struct builder *b, uint32_t i, const struct node_key *k)
 {
-	uint64_t h = 1469598103934665603ull;
-	const unsigned char *s;
+	const struct prof_rpt_row *r = &b->nodes[i].row;
 
-	for (s = (const unsigned char *)name; *s; s++)
-		h = (h ^ *s) * 1099511628211ull;
-	h = (h ^ 0xff) * 1099511628211ull;
-	for (s = (const unsigned char *)file; *s; s++)
-		h = (h ^ *s) * 1099511628211ull;
-	h = (h ^ (uint64_t)line) * 1099511628211ull;
-	return h ^ (h >> 29);
+	return r->line == k->line && strcmp(r->name, k->name) == 0 &&
+	       strcmp(r->file, k->file) == 0;
 }
 
-static uint64_t hash_ptr(const void *p)
-{
-	uint64_t h = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+#define HTAB_NAME node_index
+#define HTAB_CTX struct builder
+#define HTAB_KEY struct node_key
+#define HTAB_HASH(b, k) node_hash(k)
+#define HTAB_COMPARE node_eq
+#include "lib/htab-type.h"
 
-	return h ^ (h >> 31);
+static bool loc_eq(const struct builder *b, uint32_t i, const struct prof_rd_location *loc)
+{
+	return b->locs[i].loc == loc;
 }
 
-static bool same_key(const struct prof_rpt_row *r, const char *name, const char *file,
-		     int64_t line)
-{
-	return r->line == line && strcmp(r->name, name) == 0 && strcmp(r->file, file) == 0;
-}
-
-static int map_rehash(struct builder *b)
-{
-	size_t cap = b->map.cap ? b->map.cap * 2 : 1024, i, j;
-	size_t *slots = calloc(cap, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (i = 0; i < b->n_nodes; i++) {
-		const struct prof_rpt_row *r = &b->nodes[i].row;
-
-		j = hash_key(r->name, r->file, r->line) & (cap - 1);
-		while (slots[j])
-			j = (j + 1) & (cap - 1);
-		slots[j] = i + 1;
-	}
-	free(b->map.slots);
-	b->map.slots = slots;
-	b->map.cap = cap;
-	return 0;
-}
+#define HTAB_NAME loc_index
+#define HTAB_CTX struct builder
+#define HTAB_KEY struct prof_rd_location
+#define HTAB_HASH(b, loc) cprof_hash_finish((uint64_t)(uintptr_t)(loc))
+#define HTAB_COMPARE loc_eq
+#include "lib/htab-type.h"
 
 /* Keeps a made-up name for the report's lifetime. */
 static const char *pool_keep(struct rpt_owner *o, const char *s)
 {
 	char *copy;
 
-	if (grow(&o->pool, &o->cap_pool, o->n_pool + 1, sizeof(*o->pool)) < 0)
+	if (cprof_grow(&o->pool, &o->cap_pool, o->n_pool + 1, sizeof(*o->pool), 16) < 0)
 		return NULL;
 	copy = strdup(s);
 	if (copy)
@@ -134,22 +109,17 @@ enum { TEMP_NAME = 1, TEMP_FILE = 2 };
 static int node_get(struct builder *b, const char *name, const char *file, int64_t line,
 		    int temp, size_t *idx)
 {
-	size_t j;
-	int ret;
+	struct node_key key = { name, file, line };
+	uint32_t hash, ref;
 
-	if (2 * (b->n_nodes + 1) > b->map.cap) {
-		ret = map_rehash(b);
-		if (ret < 0)
-			return ret;
+	ref = node_index_find(&b->node_index, b, &key, &hash);
+	if (ref) {
+		*idx = ref - 1;
+		return 0;
 	}
-	j = hash_key(name, file, line) & (b->map.cap - 1);
-	for (; b->map.slots[j]; j = (j + 1) & (b->map.cap - 1)) {
-		if (same_key(&b->nodes[b->map.slots[j] - 1].row, name, file, line)) {
-			*idx = b->map.slots[j] - 1;
-			return 0;
-		}
-	}
-	if (grow(&b->nodes, &b->cap_nodes, b->n_nodes + 1, sizeof(*b->nodes)) < 0)
+	if (b->n_nodes >= UINT32_MAX - 1 ||
+	    cprof_grow(&b->nodes, &b->cap_nodes, b->n_nodes + 1, sizeof(*b->nodes), 64) < 0 ||
+	    cprof_htab_reserve(&b->node_index, 1) < 0)
 		return -ENOMEM;
 	if (temp & TEMP_NAME) {
 		name = pool_keep(b->o, name);
@@ -165,7 +135,7 @@ static int node_get(struct builder *b, const char *name, const char *file, int64
 	b->nodes[b->n_nodes].row.name = name;
 	b->nodes[b->n_nodes].row.file = file;
 	b->nodes[b->n_nodes].row.line = line;
-	b->map.slots[j] = b->n_nodes + 1;
+	cprof_htab_add(&b->node_index, hash, b->n_nodes);
 	*idx = b->n_nodes++;
 	return 0;
 }
@@ -186,7 +156,7 @@ static int node_unknown(struct builder *b, const struct prof_rd_location *loc, s
 
 static int push_loc_node(struct builder *b, size_t idx)
 {
-	if (grow(&b->loc_nodes, &b->cap_loc_nodes, b->n_loc_nodes + 1, sizeof(*b->loc_nodes)) < 0)
+	if (cprof_grow(&b->loc_nodes, &b->cap_loc_nodes, b->n_loc_nodes + 1, sizeof(*b->loc_nodes), 64) < 0)
 		return -ENOMEM;
 	b->loc_nodes[b->n_loc_nodes++] = idx;
 	return 0;
@@ -243,63 +213,55 @@ push:
 	return strcmp(buf, path) != 0;
 }
 
-/* The nodes of loc's frames, innermost first, computed once per location. */
+/* The node of line i of loc (its function, file, maybe line). */
+static int line_node(struct builder *b, const struct prof_rd_location *loc, size_t i,
+		     size_t *idx)
+{
+	const struct prof_rd_function *f = loc->lines[i].function;
+	const char *file = f->filename;
+	char clean[4096];
+	int temp = 0;
+
+	/* pprof shows "./nptl/x.c" as "nptl/x.c": the same key here. */
+	if (clean_path(file, clean, sizeof(clean))) {
+		file = clean;
+		temp = TEMP_FILE;
+	}
+	if (b->by == PROF_RPT_FILE) {
+		if (!*file)
+			return node_unknown(b, loc, idx);
+		return node_get(b, file, file, 0, temp ? TEMP_NAME | TEMP_FILE : 0, idx);
+	}
+	if (!*f->name)
+		return node_unknown(b, loc, idx);
+	return node_get(b, f->name, file, b->by == PROF_RPT_LINE ? loc->lines[i].line : 0, temp,
+			idx);
+}
+
+/*
+ * The nodes of loc's frames, innermost first, computed once per location.
+ * *out stays valid until the next call.
+ */
 static int loc_nodes_of(struct builder *b, const struct prof_rd_location *loc,
 			const struct loc_slot **out)
 {
 	struct loc_slot *s;
-	size_t j, i, idx;
+	uint32_t hash, ref;
+	size_t i, idx;
 	int ret;
 
-	if (2 * (b->n_locs + 1) > b->loc_cap) {
-		size_t cap = b->loc_cap ? b->loc_cap * 2 : 1024;
-		struct loc_slot *n = calloc(cap, sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		for (i = 0; i < b->loc_cap; i++) {
-			if (!b->locs[i].loc)
-				continue;
-			j = hash_ptr(b->locs[i].loc) & (cap - 1);
-			while (n[j].loc)
-				j = (j + 1) & (cap - 1);
-			n[j] = b->locs[i];
-		}
-		free(b->locs);
-		b->locs = n;
-		b->loc_cap = cap;
+	ref = loc_index_find(&b->loc_index, b, loc, &hash);
+	if (ref) {
+		*out = &b->locs[ref - 1];
+		return 0;
 	}
-	j = hash_ptr(loc) & (b->loc_cap - 1);
-	for (; b->locs[j].loc; j = (j + 1) & (b->loc_cap - 1)) {
-		if (b->locs[j].loc == loc) {
-			*out = &b->locs[j];
-			return 0;
-		}
-	}
-	s = &b->locs[j];
+	if (cprof_grow(&b->locs, &b->cap_locs, b->n_locs + 1, sizeof(*b->locs), 1024) < 0 ||
+	    cprof_htab_reserve(&b->loc_index, 1) < 0)
+		return -ENOMEM;
+	s = &b->locs[b->n_locs];
 	s->start = b->n_loc_nodes;
 	for (i = 0; i < loc->n_lines; i++) {
-		const struct prof_rd_function *f = loc->lines[i].function;
-		const char *file = f->filename;
-		char clean[4096];
-		int temp = 0;
-
-		/* pprof shows "./nptl/x.c" as "nptl/x.c": the same key here. */
-		if (clean_path(file, clean, sizeof(clean))) {
-			file = clean;
-			temp = TEMP_FILE;
-		}
-		if (b->by == PROF_RPT_FILE) {
-			if (*file)
-				ret = node_get(b, file, file, 0, temp ? TEMP_NAME | TEMP_FILE : 0, &idx);
-			else
-				ret = node_unknown(b, loc, &idx);
-		} else if (!*f->name) {
-			ret = node_unknown(b, loc, &idx);
-		} else {
-			ret = node_get(b, f->name, file,
-				       b->by == PROF_RPT_LINE ? loc->lines[i].line : 0, temp, &idx);
-		}
+		ret = line_node(b, loc, i, &idx);
 		if (ret < 0 || (ret = push_loc_node(b, idx)) < 0)
 			return ret;
 	}
@@ -310,7 +272,7 @@ static int loc_nodes_of(struct builder *b, const struct prof_rd_location *loc,
 	}
 	s->loc = loc;
 	s->count = b->n_loc_nodes - s->start;
-	b->n_locs++;
+	cprof_htab_add(&b->loc_index, hash, b->n_locs++);
 	*out = s;
 	return 0;
 }
@@ -419,8 +381,9 @@ int prof_rpt_build(const struct prof_rd_profile *p, size_t type, enum prof_rpt_b
 out:
 	prof_rpt_free(b.o ? &b.o->pub : NULL);
 	free(b.nodes);
-	free(b.map.slots);
+	cprof_htab_free(&b.node_index);
 	free(b.locs);
+	cprof_htab_free(&b.loc_index);
 	free(b.loc_nodes);
 	return ret;
 }

@@ -8,25 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile/internal.h"
+#include "lib/grow.h"
+#include "lib/hash.h"
+#include "lib/htab.h"
 #include "profile/stacks.h"
 
 /*
  * Entries live in one array in insertion order, their frames and values in
- * two pools; an open-addressing index (entry index + 1 and 32 bits of hash
- * per slot) finds them.  Adding to an existing entry touches no allocator,
- * which keeps the sampling loop allocation-free once the workload's stacks
- * have all been seen.
+ * two pools, found through a lib/htab.h index.  Adding to an existing entry
+ * touches no allocator, which keeps the sampling loop allocation-free once
+ * the workload's stacks have all been seen.
  */
 struct entry {
 	size_t frame_off;	/* into frames[] */
 	size_t n_frames;
 	uint32_t thread;
-};
-
-struct slot {
-	uint32_t hash;
-	uint32_t ref;		/* entry index + 1; 0 = empty */
 };
 
 struct prof_stacks {
@@ -39,89 +35,50 @@ struct prof_stacks {
 	int64_t *values;	/* n_values per entry */
 	size_t cap_values;
 
-	struct slot *slots;
-	size_t mask;		/* number of slots - 1 */
+	struct cprof_htab index;
 };
 
-static uint32_t stack_hash(uint32_t thread, const struct prof_frame *frames, size_t n)
+/* A stack being added, before it is known to be new. */
+struct stack_key {
+	uint32_t thread;
+	const struct prof_frame *frames;
+	size_t n;
+};
+
+static uint32_t stack_hash(const struct stack_key *k)
 {
-	uint64_t h = prof_hash_mix(thread, n);
+	uint64_t h = cprof_hash_mix(k->thread, k->n);
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		h = prof_hash_mix(h, frames[i].addr);
-		h = prof_hash_mix(h, (uint64_t)frames[i].module << 32 | frames[i].flags);
+	for (i = 0; i < k->n; i++) {
+		h = cprof_hash_mix(h, k->frames[i].addr);
+		h = cprof_hash_mix(h, (uint64_t)k->frames[i].module << 32 | k->frames[i].flags);
 	}
-	h ^= h >> 33;
-	h *= 0xff51afd7ed558ccdULL;
-	h ^= h >> 33;
-	h *= 0xc4ceb9fe1a85ec53ULL;
-	h ^= h >> 33;
-	return (uint32_t)h;
+	return cprof_hash_finish(h);
 }
 
-static bool stack_eq(const struct prof_stacks *s, const struct entry *e, uint32_t thread,
-		     const struct prof_frame *frames, size_t n)
+static bool stack_eq(const struct prof_stacks *s, uint32_t index, const struct stack_key *k)
 {
+	const struct entry *e = &s->entries[index];
 	const struct prof_frame *f = &s->frames[e->frame_off];
 	size_t i;
 
-	if (e->thread != thread || e->n_frames != n)
+	if (e->thread != k->thread || e->n_frames != k->n)
 		return false;
 	/* field by field: the struct's padding, if any, is not ours to compare */
-	for (i = 0; i < n; i++)
-		if (f[i].addr != frames[i].addr || f[i].module != frames[i].module ||
-		    f[i].flags != frames[i].flags)
+	for (i = 0; i < k->n; i++)
+		if (f[i].addr != k->frames[i].addr || f[i].module != k->frames[i].module ||
+		    f[i].flags != k->frames[i].flags)
 			return false;
 	return true;
 }
 
-static struct slot *probe(const struct prof_stacks *s, uint32_t hash, uint32_t thread,
-			  const struct prof_frame *frames, size_t n)
-{
-	size_t i = hash & s->mask;
-
-	for (;;) {
-		struct slot *sl = &s->slots[i];
-
-		if (!sl->ref)
-			return sl;
-		if (sl->hash == hash &&
-		    stack_eq(s, &s->entries[sl->ref - 1], thread, frames, n))
-			return sl;
-		i = (i + 1) & s->mask;
-	}
-}
-
-/* Makes room in the index for one more entry (load factor at most 1/2). */
-static int reserve_slot(struct prof_stacks *s)
-{
-	struct slot *nslots;
-	size_t nsize, i;
-
-	if ((s->n_entries + 1) * 2 <= s->mask + 1)
-		return 0;
-	nsize = (s->mask + 1) * 2;
-	if (nsize > (size_t)UINT32_MAX || nsize > SIZE_MAX / sizeof(*nslots))
-		return -ENOMEM;
-	nslots = calloc(nsize, sizeof(*nslots));
-	if (!nslots)
-		return -ENOMEM;
-	for (i = 0; i <= s->mask; i++) {
-		size_t j;
-
-		if (!s->slots[i].ref)
-			continue;
-		j = s->slots[i].hash & (nsize - 1);
-		while (nslots[j].ref)
-			j = (j + 1) & (nsize - 1);
-		nslots[j] = s->slots[i];
-	}
-	free(s->slots);
-	s->slots = nslots;
-	s->mask = nsize - 1;
-	return 0;
-}
+#define HTAB_NAME stack_index
+#define HTAB_CTX struct prof_stacks
+#define HTAB_KEY struct stack_key
+#define HTAB_HASH(s, k) stack_hash(k)
+#define HTAB_COMPARE stack_eq
+#include "lib/htab-type.h"
 
 int prof_stacks_create(struct prof_stacks **out, size_t n_values)
 {
@@ -132,9 +89,7 @@ int prof_stacks_create(struct prof_stacks **out, size_t n_values)
 	if (!s)
 		return -ENOMEM;
 	s->n_values = n_values;
-	s->mask = 255;
-	s->slots = calloc(s->mask + 1, sizeof(*s->slots));
-	if (!s->slots) {
+	if (cprof_htab_reserve(&s->index, 128) < 0) {
 		free(s);
 		return -ENOMEM;
 	}
@@ -149,61 +104,72 @@ void prof_stacks_destroy(struct prof_stacks *s)
 	free(s->entries);
 	free(s->frames);
 	free(s->values);
-	free(s->slots);
+	cprof_htab_free(&s->index);
 	free(s);
+}
+
+/* Appends key as a new entry with zero values; *index receives its index. */
+static int append_stack(struct prof_stacks *s, const struct stack_key *k, uint32_t hash,
+			size_t *index)
+{
+	struct entry *e;
+	int err;
+
+	if (s->n_entries >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if (s->n_values && s->n_entries + 1 > SIZE_MAX / s->n_values)
+		return -ENOMEM;
+	/* reserve everything first: a failure must not leave half an entry */
+	err = cprof_grow(&s->entries, &s->cap_entries, s->n_entries + 1, sizeof(*s->entries), 64);
+	if (!err)
+		err = cprof_grow(&s->frames, &s->cap_frames, s->n_frames + k->n,
+				 sizeof(*s->frames), 64);
+	if (!err && s->n_values)
+		err = cprof_grow(&s->values, &s->cap_values, (s->n_entries + 1) * s->n_values,
+				 sizeof(*s->values), 64);
+	if (!err)
+		err = cprof_htab_reserve(&s->index, 1);
+	if (err)
+		return err;
+
+	e = &s->entries[s->n_entries];
+	e->frame_off = s->n_frames;
+	e->n_frames = k->n;
+	e->thread = k->thread;
+	if (k->n)
+		memcpy(&s->frames[e->frame_off], k->frames, k->n * sizeof(*k->frames));
+	s->n_frames += k->n;
+	if (s->n_values)
+		memset(&s->values[s->n_entries * s->n_values], 0,
+		       s->n_values * sizeof(*s->values));
+	cprof_htab_add(&s->index, hash, s->n_entries);
+	*index = s->n_entries++;
+	return 0;
 }
 
 int prof_stacks_add(struct prof_stacks *s, uint32_t thread, const struct prof_frame *frames,
 		    size_t n_frames, const int64_t *values)
 {
-	struct entry *e;
-	struct slot *sl;
-	uint32_t hash;
+	struct stack_key key = { .thread = thread, .frames = frames, .n = n_frames };
+	uint32_t hash, ref;
 	int64_t *dst;
-	size_t i;
+	size_t i, index;
 	int err;
 
 	if ((n_frames && !frames) || (s->n_values && !values))
 		return -EINVAL;
 
-	hash = stack_hash(thread, frames, n_frames);
-	sl = probe(s, hash, thread, frames, n_frames);
-	if (!sl->ref) {
-		if (s->n_entries >= UINT32_MAX - 1)
-			return -ENOMEM;
-		if (s->n_values && s->n_entries + 1 > SIZE_MAX / s->n_values)
-			return -ENOMEM;
-		/* reserve everything first: a failure must not leave half an entry */
-		err = prof_grow(&s->entries, &s->cap_entries, s->n_entries + 1, sizeof(*s->entries), 64);
-		if (!err)
-			err = prof_grow(&s->frames, &s->cap_frames, s->n_frames + n_frames,
-				   sizeof(*s->frames), 64);
-		if (!err && s->n_values)
-			err = prof_grow(&s->values, &s->cap_values, (s->n_entries + 1) * s->n_values,
-				   sizeof(*s->values), 64);
-		if (!err)
-			err = reserve_slot(s);
+	ref = stack_index_find(&s->index, s, &key, &hash);
+	if (ref) {
+		index = ref - 1;
+	} else {
+		err = append_stack(s, &key, hash, &index);
 		if (err)
 			return err;
-		sl = probe(s, hash, thread, frames, n_frames);
-
-		e = &s->entries[s->n_entries];
-		e->frame_off = s->n_frames;
-		e->n_frames = n_frames;
-		e->thread = thread;
-		if (n_frames)
-			memcpy(&s->frames[e->frame_off], frames, n_frames * sizeof(*frames));
-		s->n_frames += n_frames;
-		if (s->n_values)
-			memset(&s->values[s->n_entries * s->n_values], 0,
-			       s->n_values * sizeof(*s->values));
-		sl->hash = hash;
-		sl->ref = (uint32_t)++s->n_entries;
 	}
-
 	if (!s->n_values)
 		return 0;
-	dst = &s->values[(size_t)(sl->ref - 1) * s->n_values];
+	dst = &s->values[index * s->n_values];
 	for (i = 0; i < s->n_values; i++)
 		/* wrap instead of the undefined signed overflow */
 		dst[i] = (int64_t)((uint64_t)dst[i] + (uint64_t)values[i]);
