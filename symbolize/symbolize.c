@@ -76,21 +76,21 @@ static const Dwfl_Callbacks offline_callbacks = {
 static void *arena_alloc(struct sym_ctx *ctx, size_t size)
 {
 	struct arena_chunk *c = ctx->arena;
+	size_t csize;
+	void *p;
 
 	size = (size + 15) & ~(size_t)15;
-	if (c == NULL || c->size - c->used < size) {
-		size_t csize = size > ARENA_CHUNK ? size : ARENA_CHUNK;
-
+	if (!c || c->size - c->used < size) {
+		csize = size > ARENA_CHUNK ? size : ARENA_CHUNK;
 		c = malloc(sizeof(*c) + csize);
-		if (c == NULL)
+		if (!c)
 			return NULL;
 		c->next = ctx->arena;
 		c->used = 0;
 		c->size = csize;
 		ctx->arena = c;
 	}
-	void *p = c->data + c->used;
-
+	p = c->data + c->used;
 	c->used += size;
 	return p;
 }
@@ -98,9 +98,10 @@ static void *arena_alloc(struct sym_ctx *ctx, size_t size)
 static uint64_t hash_bytes(const void *p, size_t len, uint64_t h)
 {
 	const unsigned char *s = p;
+	size_t i;
 
 	/* FNV-1a: keys are short, and this is only on cache misses and interning. */
-	for (size_t i = 0; i < len; i++) {
+	for (i = 0; i < len; i++) {
 		h ^= s[i];
 		h *= 0x100000001b3ULL;
 	}
@@ -117,23 +118,25 @@ static uint64_t mix64(uint64_t x)
 	return x;
 }
 
+static size_t str_slot(const char *s, size_t cap)
+{
+	return hash_bytes(s, strlen(s), 0xcbf29ce484222325ULL) & (cap - 1);
+}
+
 static int strs_grow(struct sym_ctx *ctx)
 {
-	size_t ncap = ctx->strs_cap != 0 ? ctx->strs_cap * 2 : 1024;
+	size_t ncap = ctx->strs_cap ? ctx->strs_cap * 2 : 1024, i, j;
 	const char **v = calloc(ncap, sizeof(*v));
 
-	if (v == NULL)
+	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < ctx->strs_cap; i++) {
-		const char *s = ctx->strs[i];
-
-		if (s == NULL)
+	for (i = 0; i < ctx->strs_cap; i++) {
+		if (!ctx->strs[i])
 			continue;
-		size_t j = hash_bytes(s, strlen(s), 0xcbf29ce484222325ULL) & (ncap - 1);
-
-		while (v[j] != NULL)
+		j = str_slot(ctx->strs[i], ncap);
+		while (v[j])
 			j = (j + 1) & (ncap - 1);
-		v[j] = s;
+		v[j] = ctx->strs[i];
 	}
 	free(ctx->strs);
 	ctx->strs = v;
@@ -141,30 +144,37 @@ static int strs_grow(struct sym_ctx *ctx)
 	return 0;
 }
 
-/* The ctx's copy of s; NULL for NULL or when out of memory. */
-static const char *intern(struct sym_ctx *ctx, const char *s)
+/*
+ * Sets *out to the ctx's copy of s (NULL for NULL).  Returns 0, or -ENOMEM:
+ * a name that cannot be kept is an error, never an unknown symbol.
+ */
+static int intern(struct sym_ctx *ctx, const char *s, const char **out)
 {
 	size_t len, j;
 	char *copy;
 
-	if (s == NULL)
-		return NULL;
+	*out = NULL;
+	if (!s)
+		return 0;
 	if ((ctx->nstrs + 1) * 2 > ctx->strs_cap && strs_grow(ctx) < 0)
-		return NULL;
+		return -ENOMEM;
 	len = strlen(s);
-	j = hash_bytes(s, len, 0xcbf29ce484222325ULL) & (ctx->strs_cap - 1);
-	while (ctx->strs[j] != NULL) {
-		if (strcmp(ctx->strs[j], s) == 0)
-			return ctx->strs[j];
+	j = str_slot(s, ctx->strs_cap);
+	while (ctx->strs[j]) {
+		if (strcmp(ctx->strs[j], s) == 0) {
+			*out = ctx->strs[j];
+			return 0;
+		}
 		j = (j + 1) & (ctx->strs_cap - 1);
 	}
 	copy = arena_alloc(ctx, len + 1);
-	if (copy == NULL)
-		return NULL;
+	if (!copy)
+		return -ENOMEM;
 	memcpy(copy, s, len + 1);
 	ctx->strs[j] = copy;
 	ctx->nstrs++;
-	return copy;
+	*out = copy;
+	return 0;
 }
 
 static size_t cache_slot(const struct sym_ctx *ctx, const char *build_id,
@@ -178,12 +188,13 @@ static size_t cache_slot(const struct sym_ctx *ctx, const char *build_id,
 static struct cache_entry *cache_find(const struct sym_ctx *ctx, const char *build_id,
 				      uint32_t mod_id, uint64_t vaddr)
 {
-	if (ctx->cache_cap == 0)
-		return NULL;
-	for (size_t j = cache_slot(ctx, build_id, mod_id, vaddr);;
-	     j = (j + 1) & (ctx->cache_cap - 1)) {
-		struct cache_entry *e = &ctx->cache[j];
+	struct cache_entry *e;
+	size_t j;
 
+	if (!ctx->cache_cap)
+		return NULL;
+	for (j = cache_slot(ctx, build_id, mod_id, vaddr);; j = (j + 1) & (ctx->cache_cap - 1)) {
+		e = &ctx->cache[j];
 		if (!e->used)
 			return NULL;
 		if (e->vaddr == vaddr && e->build_id == build_id && e->mod_id == mod_id)
@@ -191,37 +202,39 @@ static struct cache_entry *cache_find(const struct sym_ctx *ctx, const char *bui
 	}
 }
 
+static int cache_grow(struct sym_ctx *ctx)
+{
+	size_t ncap = ctx->cache_cap ? ctx->cache_cap * 2 : 4096, old_cap = ctx->cache_cap, i, j;
+	struct cache_entry *old = ctx->cache, *v = calloc(ncap, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	ctx->cache = v;
+	ctx->cache_cap = ncap;
+	for (i = 0; i < old_cap; i++) {
+		if (!old[i].used)
+			continue;
+		j = cache_slot(ctx, old[i].build_id, old[i].mod_id, old[i].vaddr);
+		while (v[j].used)
+			j = (j + 1) & (ncap - 1);
+		v[j] = old[i];
+	}
+	free(old);
+	return 0;
+}
+
 static struct cache_entry *cache_insert(struct sym_ctx *ctx, const char *build_id,
 					uint32_t mod_id, uint64_t vaddr)
 {
-	if ((ctx->ncache + 1) * 2 > ctx->cache_cap) {
-		size_t ncap = ctx->cache_cap != 0 ? ctx->cache_cap * 2 : 4096;
-		struct cache_entry *old = ctx->cache;
-		size_t old_cap = ctx->cache_cap;
-		struct cache_entry *v = calloc(ncap, sizeof(*v));
+	struct cache_entry *e;
+	size_t j;
 
-		if (v == NULL)
-			return NULL;
-		ctx->cache = v;
-		ctx->cache_cap = ncap;
-		for (size_t i = 0; i < old_cap; i++) {
-			if (!old[i].used)
-				continue;
-			size_t j = cache_slot(ctx, old[i].build_id, old[i].mod_id,
-					      old[i].vaddr);
-
-			while (v[j].used)
-				j = (j + 1) & (ncap - 1);
-			v[j] = old[i];
-		}
-		free(old);
-	}
-	size_t j = cache_slot(ctx, build_id, mod_id, vaddr);
-
+	if ((ctx->ncache + 1) * 2 > ctx->cache_cap && cache_grow(ctx) < 0)
+		return NULL;
+	j = cache_slot(ctx, build_id, mod_id, vaddr);
 	while (ctx->cache[j].used)
 		j = (j + 1) & (ctx->cache_cap - 1);
-	struct cache_entry *e = &ctx->cache[j];
-
+	e = &ctx->cache[j];
 	memset(e, 0, sizeof(*e));
 	e->used = true;
 	e->build_id = build_id;
@@ -236,12 +249,12 @@ int sym_create(struct sym_ctx **out, const struct sym_modtab *t, unsigned flags)
 	struct sym_ctx *ctx;
 
 	ctx = calloc(1, sizeof(*ctx));
-	if (ctx == NULL)
+	if (!ctx)
 		return -ENOMEM;
 	ctx->t = t;
 	ctx->flags = flags;
 	ctx->dwfl = dwfl_begin(&offline_callbacks);
-	if (ctx->dwfl == NULL)
+	if (!ctx->dwfl)
 		goto free_ctx;
 	*out = ctx;
 	return 0;
@@ -253,13 +266,14 @@ free_ctx:
 
 void sym_destroy(struct sym_ctx *ctx)
 {
-	if (ctx == NULL)
+	struct arena_chunk *next;
+
+	if (!ctx)
 		return;
 	/* dwfl_end closes the fds handed to dwfl_report_elf. */
 	dwfl_end(ctx->dwfl);
-	while (ctx->arena != NULL) {
-		struct arena_chunk *next = ctx->arena->next;
-
+	while (ctx->arena) {
+		next = ctx->arena->next;
 		free(ctx->arena);
 		ctx->arena = next;
 	}
@@ -271,16 +285,17 @@ void sym_destroy(struct sym_ctx *ctx)
 
 static struct mod_state *mod_state(struct sym_ctx *ctx, const struct sym_module *mod)
 {
-	if (mod->id == 0)
+	struct mod_state *v;
+	size_t n;
+
+	if (!mod->id)
 		return NULL;
 	if (mod->id > ctx->nmods) {
-		size_t n = ctx->nmods != 0 ? ctx->nmods : 64;
-
+		n = ctx->nmods ? ctx->nmods : 64;
 		while (n < mod->id)
 			n *= 2;
-		struct mod_state *v = realloc(ctx->mods, n * sizeof(*v));
-
-		if (v == NULL)
+		v = realloc(ctx->mods, n * sizeof(*v));
+		if (!v)
 			return NULL;
 		memset(v + ctx->nmods, 0, (n - ctx->nmods) * sizeof(*v));
 		ctx->mods = v;
@@ -294,19 +309,18 @@ static bool first_load_vaddr(int fd, GElf_Half *type, GElf_Addr *vaddr)
 {
 	bool ok = false;
 	GElf_Ehdr ehdr;
-	size_t phnum;
+	GElf_Phdr ph;
+	size_t phnum, i;
 	Elf *elf;
 
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (elf == NULL)
+	if (!elf)
 		return false;
-	if (gelf_getehdr(elf, &ehdr) == NULL || elf_getphdrnum(elf, &phnum) != 0)
+	if (!gelf_getehdr(elf, &ehdr) || elf_getphdrnum(elf, &phnum) != 0)
 		goto end_elf;
 	*type = ehdr.e_type;
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, (int)i, &ph) == NULL)
+	for (i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph))
 			break;
 		if (ph.p_type == PT_LOAD) {
 			*vaddr = ph.p_vaddr & -ph.p_align;
@@ -326,9 +340,10 @@ end_elf:
  * equal the real load bias.  For ET_EXEC libdwfl ignores base (bias 0).
  * Either way lookups go through ELF addresses (runtime - mod->bias) plus
  * libdwfl's bias, so its choice can never shift an address.
+ * Returns 0 (st->dm NULL when the module cannot be read) or -ENOMEM.
  */
-static Dwfl_Module *report_module(struct sym_ctx *ctx, const struct sym_module *mod,
-				  struct mod_state *st)
+static int report_module(struct sym_ctx *ctx, const struct sym_module *mod,
+			 struct mod_state *st)
 {
 	GElf_Half type = ET_NONE;
 	GElf_Addr vaddr = 0;
@@ -336,85 +351,88 @@ static Dwfl_Module *report_module(struct sym_ctx *ctx, const struct sym_module *
 	int fd;
 
 	if (st->tried)
-		return st->dm;
+		return 0;
 	st->tried = true;
 	if (mod->fd < 0 || !first_load_vaddr(mod->fd, &type, &vaddr))
-		return NULL;
+		return 0;
 
 	/*
 	 * libdwfl reuses a module reported with the same name and range, and
 	 * ours may repeat (a rebuilt binary at the same address after exec):
 	 * make the name unique.
 	 */
-	if (asprintf(&name, "%s#%" PRIu32, mod->path, mod->id) < 0)
-		return NULL;
+	if (asprintf(&name, "%s#%" PRIu32, mod->path, mod->id) < 0) {
+		st->tried = false;
+		return -ENOMEM;
+	}
 	fd = dup(mod->fd);
 	if (fd < 0)
 		goto free_name;
 
 	dwfl_report_begin_add(ctx->dwfl);
-	st->dm = dwfl_report_elf(ctx->dwfl, name,
-				 mod->open_path != NULL ? mod->open_path : mod->path, fd,
-				 type == ET_EXEC ? 0 : mod->bias + vaddr, false);
+	st->dm = dwfl_report_elf(ctx->dwfl, name, mod->open_path ? mod->open_path : mod->path,
+				 fd, type == ET_EXEC ? 0 : mod->bias + vaddr, false);
 	dwfl_report_end(ctx->dwfl, NULL, NULL);
-	if (st->dm == NULL) {
+	if (!st->dm) {
 		/* On failure libdwfl does not take the descriptor. */
 		close(fd);
 		goto free_name;
 	}
-	if (dwfl_module_getelf(st->dm, &st->dm_bias) == NULL)
+	if (!dwfl_module_getelf(st->dm, &st->dm_bias))
 		st->dm = NULL;
 
 free_name:
 	free(name);
-	return st->dm;
+	return 0;
 }
 
-static const char *demangle_bare(struct sym_ctx *ctx, const char *name);
-
-/*
- * The name shown to people: without an ELF symbol version
- * ("__libc_start_main@@GLIBC_2.34" is __libc_start_main to anyone reading a
- * profile; system_name keeps it whole), demangled when it is C++.  Interned.
- */
-static const char *demangle(struct sym_ctx *ctx, const char *name)
-{
-	const char *at;
-	char *bare = NULL;
-	const char *s;
-
-	if (name == NULL)
-		return NULL;
-	at = strchr(name, '@');
-	if (at != NULL && at != name) {
-		bare = strndup(name, (size_t)(at - name));
-		if (bare != NULL)
-			name = bare;
-	}
-	s = demangle_bare(ctx, name);
-	free(bare);
-	return s;
-}
-
-static const char *demangle_bare(struct sym_ctx *ctx, const char *name)
+static int demangle_bare(struct sym_ctx *ctx, const char *name, const char **out)
 {
 #ifdef HAVE_CXA_DEMANGLE
+	char *d;
+	int status = -1, ret;
+
 	if (name[0] == '_' && name[1] == 'Z') {
-		int status = -1;
-		char *d = __cxa_demangle(name, NULL, NULL, &status);
-
-		if (d != NULL && status == 0) {
-			const char *s = intern(ctx, d);
-
+		d = __cxa_demangle(name, NULL, NULL, &status);
+		if (status == -1) {
 			free(d);
-			if (s != NULL)
-				return s;
-		} else {
-			free(d);
+			return -ENOMEM;
 		}
+		if (d && status == 0) {
+			ret = intern(ctx, d, out);
+			free(d);
+			return ret;
+		}
+		free(d);
 	}
 #endif
-	return intern(ctx, name);
+	return intern(ctx, name, out);
+}
+
+/*
+ * Sets *out to the name shown to people: without an ELF symbol version
+ * ("__libc_start_main@@GLIBC_2.34" is __libc_start_main to anyone reading a
+ * profile; system_name keeps it whole), demangled when it is C++.  Interned.
+ * Returns 0 or -ENOMEM.
+ */
+static int demangle(struct sym_ctx *ctx, const char *name, const char **out)
+{
+	const char *at;
+	char *bare;
+	int ret;
+
+	*out = NULL;
+	if (!name)
+		return 0;
+	at = strchr(name, '@');
+	if (!at || at == name)
+		return demangle_bare(ctx, name, out);
+	bare = strndup(name, (size_t)(at - name));
+	if (!bare)
+		return -ENOMEM;
+	ret = demangle_bare(ctx, bare, out);
+	free(bare);
+	return ret;
 }
 
 static const char *die_linkage_name(Dwarf_Die *die)
@@ -423,9 +441,8 @@ static const char *die_linkage_name(Dwarf_Die *die)
 	const char *s;
 
 	s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
-	if (s == NULL)
-		s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name,
-							  &attr));
+	if (!s)
+		s = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
 	return s;
 }
 
@@ -460,7 +477,7 @@ static bool is_function_tag(int tag)
 static int inline_chain(Dwarf_Die *cudie, Dwarf_Addr da, Dwarf_Die *fns, int max)
 {
 	Dwarf_Die *scopes = NULL, innermost;
-	int nscopes, n = 0;
+	int nscopes, n = 0, i, tag;
 
 	nscopes = dwarf_getscopes(cudie, da, &scopes);
 	if (nscopes <= 0) {
@@ -472,9 +489,8 @@ static int inline_chain(Dwarf_Die *cudie, Dwarf_Addr da, Dwarf_Die *fns, int max
 	scopes = NULL;
 
 	nscopes = dwarf_getscopes_die(&innermost, &scopes);
-	for (int i = 0; i < nscopes && n < max; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-
+	for (i = 0; i < nscopes && n < max; i++) {
+		tag = dwarf_tag(&scopes[i]);
 		if (!is_function_tag(tag))
 			continue;
 		fns[n++] = scopes[i];
@@ -485,130 +501,174 @@ static int inline_chain(Dwarf_Die *cudie, Dwarf_Addr da, Dwarf_Die *fns, int max
 	return n;
 }
 
+/* What one address resolves to before it becomes frames. */
+struct resolved {
+	const char *symname;	/* from the symbol table, NULL if none */
+	const char *src;	/* file of the line table row, NULL if none */
+	int line;
+	struct sym_frame frames[MAX_FRAMES];
+	size_t n;
+};
+
+/* The symbol table's name for da (libdwfl prefers global aliases), or NULL. */
+static const char *resolve_symbol(Dwfl_Module *dm, Dwarf_Addr da)
+{
+	GElf_Off off;
+	GElf_Sym sym;
+
+	return dwfl_module_addrinfo(dm, da, &off, &sym, NULL, NULL, NULL);
+}
+
+/* The line table row for da, kept only when its CU covers da. */
+static void resolve_line(Dwfl_Module *dm, Dwarf_Addr da, struct resolved *r)
+{
+	Dwfl_Line *line = dwfl_module_getsrc(dm, da);
+	Dwarf_Addr lbias = 0, laddr;
+	Dwarf_Die *lcu;
+
+	if (!line)
+		return;
+	/* libdw answers with the nearest line even past the end of its CU's
+	 * code (crt1's _start got the last line of main's file). */
+	lcu = dwfl_linecu(line);
+	if (lcu && dwfl_module_getdwarf(dm, &lbias) && dwarf_haspc(lcu, da - lbias) == 0)
+		return;
+	r->src = dwfl_lineinfo(line, &laddr, &r->line, NULL, NULL, NULL);
+	if (!r->src)
+		r->line = 0;
+}
+
+/*
+ * The system name of function DIE fn.  The physical function is named by its
+ * symbol, where libdwfl prefers the global alias (__nanosleep over glibc's
+ * asm-renamed __GI___nanosleep linkage name), as perf and eu-stack do.  An
+ * inlined one has no symbol: its mangled name, else its source name.
+ */
+static const char *frame_system_name(Dwarf_Die *fn, bool physical, const char *symname)
+{
+	const char *sys = die_linkage_name(fn);
+
+	if (physical && symname)
+		return symname;
+	if (sys && !(sys[0] == '_' && sys[1] == 'Z') && die_name(fn))
+		return die_name(fn);
+	return sys ? sys : die_name(fn);
+}
+
+/* Sets f's file:line to where the inlined callee was called from. */
+static int call_site(struct sym_ctx *ctx, Dwarf_Files *files, Dwarf_Die *callee,
+		     struct sym_frame *f)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word val;
+	int ret;
+
+	if (files && dwarf_formudata(dwarf_attr(callee, DW_AT_call_file, &attr), &val) == 0) {
+		ret = intern(ctx, dwarf_filesrc(files, val, NULL, NULL), &f->file);
+		if (ret < 0)
+			return ret;
+	}
+	if (dwarf_formudata(dwarf_attr(callee, DW_AT_call_line, &attr), &val) == 0 &&
+	    val <= INT32_MAX)
+		f->line = (int)val;
+	return 0;
+}
+
+/* Fills f with a name pair: system_name raw, function demangled. */
+static int name_frame(struct sym_ctx *ctx, const char *sys, struct sym_frame *f)
+{
+	int ret = intern(ctx, sys, &f->system_name);
+
+	return ret < 0 ? ret : demangle(ctx, sys, &f->function);
+}
+
+/* The inline chain at da as frames (innermost first); none without a CU. */
+static int resolve_inline(struct sym_ctx *ctx, Dwfl_Module *dm, Dwarf_Addr da,
+			  struct resolved *r)
+{
+	Dwarf_Die fns[MAX_FRAMES], *cudie;
+	Dwarf_Files *files = NULL;
+	Dwarf_Addr bias = 0;
+	struct sym_frame *f;
+	int nfns, j, ret;
+
+	cudie = dwfl_module_addrdie(dm, da, &bias);
+	if (!cudie)
+		return 0;
+	nfns = inline_chain(cudie, da - bias, fns, MAX_FRAMES);
+	if (nfns > 1 && dwarf_getsrcfiles(cudie, &files, NULL) != 0)
+		files = NULL;
+	for (j = 0; j < nfns; j++) {
+		f = &r->frames[j];
+		memset(f, 0, sizeof(*f));
+		ret = name_frame(ctx, frame_system_name(&fns[j], j == nfns - 1, r->symname), f);
+		if (ret < 0)
+			return ret;
+		f->start_line = die_decl_line(&fns[j]);
+		f->inlined = j != nfns - 1;
+		if (j > 0) {
+			ret = call_site(ctx, files, &fns[j - 1], f);
+		} else {
+			f->line = r->src ? r->line : 0;
+			ret = intern(ctx, r->src, &f->file);
+		}
+		if (ret < 0)
+			return ret;
+	}
+	r->n = (size_t)nfns;
+	return 0;
+}
+
+/* No DWARF scope (assembly, stripped): the symbol and the line table. */
+static int resolve_flat(struct sym_ctx *ctx, struct resolved *r)
+{
+	struct sym_frame *f = &r->frames[0];
+	int ret;
+
+	if (!r->symname && !r->src)
+		return 0;
+	memset(f, 0, sizeof(*f));
+	ret = name_frame(ctx, r->symname, f);
+	if (ret < 0)
+		return ret;
+	f->line = r->src ? r->line : 0;
+	r->n = 1;
+	return intern(ctx, r->src, &f->file);
+}
+
 /* The ctx-owned frames for ELF address vaddr of mod; *n 0 when unknown. */
 static int resolve(struct sym_ctx *ctx, const struct sym_module *mod, struct mod_state *st,
 		   uint64_t vaddr, struct sym_frame **out, size_t *n, bool *has_lines)
 {
-	struct sym_frame tmp[MAX_FRAMES];
-	Dwarf_Die fns[MAX_FRAMES];
-	Dwfl_Module *dm = report_module(ctx, mod, st);
-	const char *symname = NULL, *src = NULL;
-	int lineno = 0, nfns = 0;
-	size_t count = 0;
+	struct resolved r = { .n = 0 };
 	Dwarf_Addr da;
+	int ret;
 
 	*out = NULL;
 	*n = 0;
 	*has_lines = false;
-	if (dm == NULL)
-		return 0;
+	ret = report_module(ctx, mod, st);
+	if (ret < 0 || !st->dm)
+		return ret;
 	da = vaddr + st->dm_bias;
-
-	{
-		GElf_Off off;
-		GElf_Sym sym;
-
-		symname = dwfl_module_addrinfo(dm, da, &off, &sym, NULL, NULL, NULL);
-	}
-
+	r.symname = resolve_symbol(st->dm, da);
 	if (!(ctx->flags & SYM_NO_SOURCE)) {
-		Dwfl_Line *line = dwfl_module_getsrc(dm, da);
-		Dwarf_Addr bias = 0;
-		Dwarf_Die *cudie;
-
-		if (line != NULL) {
-			/* libdw answers with the nearest line even past the end
-			 * of its CU's code (crt1's _start got the last line of
-			 * main's file): keep it only when its CU covers da. */
-			Dwarf_Addr lbias = 0;
-			Dwarf_Die *lcu = dwfl_linecu(line);
-
-			if (lcu != NULL && dwfl_module_getdwarf(dm, &lbias) != NULL &&
-			    dwarf_haspc(lcu, da - lbias) == 0)
-				line = NULL;
-		}
-		if (line != NULL) {
-			Dwarf_Addr laddr;
-
-			src = dwfl_lineinfo(line, &laddr, &lineno, NULL, NULL, NULL);
-			if (src == NULL)
-				lineno = 0;
-		}
-		cudie = dwfl_module_addrdie(dm, da, &bias);
-		if (cudie != NULL) {
-			Dwarf_Files *files = NULL;
-
-			nfns = inline_chain(cudie, da - bias, fns, MAX_FRAMES);
-			if (nfns > 1 && dwarf_getsrcfiles(cudie, &files, NULL) != 0)
-				files = NULL;
-			for (int j = 0; j < nfns; j++) {
-				struct sym_frame *f = &tmp[j];
-				bool physical = j == nfns - 1;
-				const char *sys = die_linkage_name(&fns[j]);
-
-				/*
-				 * The physical function is named by its symbol,
-				 * where libdwfl prefers the global alias
-				 * (__nanosleep over glibc's asm-renamed
-				 * __GI___nanosleep linkage name), as perf and
-				 * eu-stack do.  An inlined one has no symbol:
-				 * its mangled C++ name, else its source name.
-				 */
-				if (physical && symname != NULL)
-					sys = symname;
-				else if (sys != NULL && !(sys[0] == '_' && sys[1] == 'Z') &&
-					 die_name(&fns[j]) != NULL)
-					sys = die_name(&fns[j]);
-				if (sys == NULL)
-					sys = die_name(&fns[j]);
-				memset(f, 0, sizeof(*f));
-				f->system_name = intern(ctx, sys);
-				f->function = demangle(ctx, sys);
-				f->start_line = die_decl_line(&fns[j]);
-				f->inlined = !physical;
-				if (j == 0) {
-					f->file = intern(ctx, src);
-					f->line = src != NULL ? lineno : 0;
-				} else {
-					/* Where the inlined callee (fns[j-1]) was called from. */
-					Dwarf_Attribute attr;
-					Dwarf_Word val;
-
-					if (files != NULL &&
-					    dwarf_formudata(dwarf_attr(&fns[j - 1], DW_AT_call_file,
-								       &attr), &val) == 0)
-						f->file = intern(ctx, dwarf_filesrc(files, val,
-										    NULL, NULL));
-					if (dwarf_formudata(dwarf_attr(&fns[j - 1], DW_AT_call_line,
-								       &attr), &val) == 0 &&
-					    val <= INT32_MAX)
-						f->line = (int)val;
-				}
-			}
-			count = (size_t)nfns;
-		}
+		resolve_line(st->dm, da, &r);
+		ret = resolve_inline(ctx, st->dm, da, &r);
+		if (ret < 0)
+			return ret;
 	}
-
-	if (count == 0 && (symname != NULL || src != NULL)) {
-		/* No DWARF scope (assembly, stripped): the symbol and the line table. */
-		struct sym_frame *f = &tmp[0];
-
-		memset(f, 0, sizeof(*f));
-		f->system_name = intern(ctx, symname);
-		f->function = demangle(ctx, symname);
-		f->file = intern(ctx, src);
-		f->line = src != NULL ? lineno : 0;
-		count = 1;
-	}
-	if (count == 0)
+	if (!r.n && (ret = resolve_flat(ctx, &r)) < 0)
+		return ret;
+	if (!r.n)
 		return 0;
 
-	*has_lines = src != NULL && lineno > 0;
-	*out = arena_alloc(ctx, count * sizeof(**out));
-	if (*out == NULL)
+	*has_lines = r.src && r.line > 0;
+	*out = arena_alloc(ctx, r.n * sizeof(**out));
+	if (!*out)
 		return -ENOMEM;
-	memcpy(*out, tmp, count * sizeof(**out));
-	*n = count;
+	memcpy(*out, r.frames, r.n * sizeof(**out));
+	*n = r.n;
 	return 0;
 }
 
@@ -626,25 +686,22 @@ int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
 
 	*frames = NULL;
 	*n = 0;
-	if (ctx == NULL || mod == NULL)
+	if (!ctx || !mod || !mod->id)
 		return 0;
 	st = mod_state(ctx, mod);
-	if (st == NULL)
-		return mod->id == 0 ? 0 : -ENOMEM;
-	if (st->build_id == NULL && mod->build_id != NULL) {
-		st->build_id = intern(ctx, mod->build_id);
-		if (st->build_id == NULL)
-			return -ENOMEM;
-	}
+	if (!st)
+		return -ENOMEM;
+	if (!st->build_id && mod->build_id && (ret = intern(ctx, mod->build_id, &st->build_id)) < 0)
+		return ret;
 	/*
 	 * The same file has the same answers wherever and in whichever process
 	 * it is mapped: key by build-id and ELF address when there is one.
 	 */
-	mod_id = st->build_id != NULL ? 0 : mod->id;
+	mod_id = st->build_id ? 0 : mod->id;
 	vaddr = (is_return_address ? addr - 1 : addr) - mod->bias;
 
 	e = cache_find(ctx, st->build_id, mod_id, vaddr);
-	if (e != NULL) {
+	if (e) {
 		st->has_lines |= e->has_lines;
 		*frames = e->frames;
 		*n = e->n;
@@ -655,7 +712,7 @@ int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
 	if (ret < 0)
 		return ret;
 	e = cache_insert(ctx, st->build_id, mod_id, vaddr);
-	if (e == NULL)
+	if (!e)
 		return -ENOMEM;
 	e->frames = found;
 	e->n = count;
@@ -668,7 +725,7 @@ int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
 
 bool sym_module_has_lines(struct sym_ctx *ctx, const struct sym_module *mod)
 {
-	if (ctx == NULL || mod == NULL || mod->id == 0 || mod->id > ctx->nmods)
+	if (!ctx || !mod || !mod->id || mod->id > ctx->nmods)
 		return false;
 	return ctx->mods[mod->id - 1].has_lines;
 }

@@ -558,10 +558,14 @@ static void test_debuglink(pid_t child, const char *dir, const uint64_t *addrs)
 	struct sym_modtab *t = NULL;
 	struct sym_ctx *ctx = NULL;
 
-	if (sym_maps_read(child, &maps) < 0 || sym_modtab_create(&t, child) < 0)
+	if (sym_maps_read(child, &maps) < 0 || sym_modtab_create(&t, child) < 0) {
+		check(false, "debuglink: read the maps of the child");
 		goto free_maps;
-	if (sym_modtab_update(t, &maps) < 0 || sym_create(&ctx, t, 0) < 0)
+	}
+	if (sym_modtab_update(t, &maps) < 0 || sym_create(&ctx, t, 0) < 0) {
+		check(false, "debuglink: set up its modules and a symbolizer");
 		goto destroy_t;
+	}
 	for (int i = 0; i < 2; i++) {
 		const struct sym_module *m = sym_modtab_lookup(t, addrs[i]);
 		const struct sym_frame *fr = NULL;
@@ -617,11 +621,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	expect_object(&e_main, "");
-	if (system("objcopy --version >/dev/null 2>&1") == 0 && mkdtemp(dl_dir) != NULL)
-		have_debuglink = make_debuglink_copy(dl_dir, "dl-subdir", ".debug") == 0 &&
+	if (system("objcopy --version >/dev/null 2>&1") == 0) {
+		/* objcopy is there: failing to make the copies is a failure. */
+		have_debuglink = mkdtemp(dl_dir) &&
+				 make_debuglink_copy(dl_dir, "dl-subdir", ".debug") == 0 &&
 				 make_debuglink_copy(dl_dir, "dl-beside", ".") == 0;
-	else
-		printf("# objcopy not found: .gnu_debuglink checks skipped\n");
+		check(have_debuglink, "stripped copies with .gnu_debuglink made in %s", dl_dir);
+	} else {
+		printf("# SKIP: objcopy not found: .gnu_debuglink checks skipped\n");
+	}
 
 	if (pipe(ready) < 0 || pipe(block) < 0) {
 		perror("pipe");
