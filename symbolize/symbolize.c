@@ -12,6 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
+#include "lib/hash.h"
+#include "lib/htab.h"
 #include "symbolize/symbolize.h"
 
 #ifdef HAVE_CXA_DEMANGLE
@@ -41,7 +44,6 @@ struct mod_state {
 struct cache_entry {
 	const char *build_id;	/* interned; NULL: keyed by module id */
 	uint32_t mod_id;
-	bool used;
 	bool has_lines;
 	uint64_t vaddr;		/* ELF address looked up (runtime - bias) */
 	const struct sym_frame *frames;
@@ -56,12 +58,15 @@ struct sym_ctx {
 	struct mod_state *mods;
 	size_t nmods;
 
-	/* Interned strings: open addressing over pointers into the arena. */
+	/* Interned strings (pointers into the arena), found by content. */
 	const char **strs;
-	size_t nstrs, strs_cap;
+	size_t nstrs, cap_strs;
+	struct cprof_htab str_index;
 
+	/* Resolved addresses, found by (build-id or module, ELF address). */
 	struct cache_entry *cache;
-	size_t ncache, cache_cap;
+	size_t ncache, cap_cache;
+	struct cprof_htab cache_index;
 
 	struct arena_chunk *arena;
 };
@@ -95,54 +100,23 @@ static void *arena_alloc(struct sym_ctx *ctx, size_t size)
 	return p;
 }
 
-static uint64_t hash_bytes(const void *p, size_t len, uint64_t h)
+static uint32_t str_hash(const struct sym_ctx *ctx, const char *key)
 {
-	const unsigned char *s = p;
-	size_t i;
-
-	/* FNV-1a: keys are short, and this is only on cache misses and interning. */
-	for (i = 0; i < len; i++) {
-		h ^= s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
+	(void)ctx;
+	return cprof_hash_finish(cprof_hash_bytes(CPROF_HASH_SEED, key, strlen(key)));
 }
 
-static uint64_t mix64(uint64_t x)
+static bool str_eq(const struct sym_ctx *ctx, uint32_t index, const char *key)
 {
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
+	return strcmp(ctx->strs[index], key) == 0;
 }
 
-static size_t str_slot(const char *s, size_t cap)
-{
-	return hash_bytes(s, strlen(s), 0xcbf29ce484222325ULL) & (cap - 1);
-}
-
-static int strs_grow(struct sym_ctx *ctx)
-{
-	size_t ncap = ctx->strs_cap ? ctx->strs_cap * 2 : 1024, i, j;
-	const char **v = calloc(ncap, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < ctx->strs_cap; i++) {
-		if (!ctx->strs[i])
-			continue;
-		j = str_slot(ctx->strs[i], ncap);
-		while (v[j])
-			j = (j + 1) & (ncap - 1);
-		v[j] = ctx->strs[i];
-	}
-	free(ctx->strs);
-	ctx->strs = v;
-	ctx->strs_cap = ncap;
-	return 0;
-}
+#define HTAB_NAME str_index
+#define HTAB_CTX struct sym_ctx
+#define HTAB_KEY char
+#define HTAB_HASH str_hash
+#define HTAB_COMPARE str_eq
+#include "lib/htab-type.h"
 
 /*
  * Sets *out to the ctx's copy of s (NULL for NULL).  Returns 0, or -ENOMEM:
@@ -150,97 +124,75 @@ static int strs_grow(struct sym_ctx *ctx)
  */
 static int intern(struct sym_ctx *ctx, const char *s, const char **out)
 {
-	size_t len, j;
+	uint32_t ref, hash;
+	size_t len;
 	char *copy;
 
 	*out = NULL;
 	if (!s)
 		return 0;
-	if ((ctx->nstrs + 1) * 2 > ctx->strs_cap && strs_grow(ctx) < 0)
+	ref = str_index_find(&ctx->str_index, ctx, s, &hash);
+	if (ref) {
+		*out = ctx->strs[ref - 1];
+		return 0;
+	}
+	if (cprof_grow(&ctx->strs, &ctx->cap_strs, ctx->nstrs + 1, sizeof(*ctx->strs), 1024) < 0 ||
+	    cprof_htab_reserve(&ctx->str_index, 1) < 0)
 		return -ENOMEM;
 	len = strlen(s);
-	j = str_slot(s, ctx->strs_cap);
-	while (ctx->strs[j]) {
-		if (strcmp(ctx->strs[j], s) == 0) {
-			*out = ctx->strs[j];
-			return 0;
-		}
-		j = (j + 1) & (ctx->strs_cap - 1);
-	}
 	copy = arena_alloc(ctx, len + 1);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, s, len + 1);
-	ctx->strs[j] = copy;
-	ctx->nstrs++;
+	ctx->strs[ctx->nstrs] = copy;
+	cprof_htab_add(&ctx->str_index, hash, ctx->nstrs++);
 	*out = copy;
 	return 0;
 }
 
-static size_t cache_slot(const struct sym_ctx *ctx, const char *build_id,
-			 uint32_t mod_id, uint64_t vaddr)
-{
-	uint64_t h = mix64(vaddr ^ mix64((uintptr_t)build_id ^ ((uint64_t)mod_id << 32)));
+/* What a cache entry is found by. */
+struct cache_key {
+	const char *build_id;	/* interned, so compared by pointer */
+	uint32_t mod_id;
+	uint64_t vaddr;
+};
 
-	return (size_t)h & (ctx->cache_cap - 1);
+static uint32_t cache_hash(const struct sym_ctx *ctx, const struct cache_key *k)
+{
+	(void)ctx;
+	return cprof_hash_finish(cprof_hash_mix(cprof_hash_mix((uintptr_t)k->build_id, k->mod_id),
+						k->vaddr));
 }
 
-static struct cache_entry *cache_find(const struct sym_ctx *ctx, const char *build_id,
-				      uint32_t mod_id, uint64_t vaddr)
+static bool cache_eq(const struct sym_ctx *ctx, uint32_t index, const struct cache_key *k)
+{
+	const struct cache_entry *e = &ctx->cache[index];
+
+	return e->vaddr == k->vaddr && e->build_id == k->build_id && e->mod_id == k->mod_id;
+}
+
+#define HTAB_NAME cache_index
+#define HTAB_CTX struct sym_ctx
+#define HTAB_KEY struct cache_key
+#define HTAB_HASH cache_hash
+#define HTAB_COMPARE cache_eq
+#include "lib/htab-type.h"
+
+/* A new entry for k (which is not in the cache), fields past the key zero. */
+static struct cache_entry *cache_insert(struct sym_ctx *ctx, const struct cache_key *k,
+					uint32_t hash)
 {
 	struct cache_entry *e;
-	size_t j;
 
-	if (!ctx->cache_cap)
+	if (cprof_grow(&ctx->cache, &ctx->cap_cache, ctx->ncache + 1, sizeof(*ctx->cache), 4096) < 0 ||
+	    cprof_htab_reserve(&ctx->cache_index, 1) < 0)
 		return NULL;
-	for (j = cache_slot(ctx, build_id, mod_id, vaddr);; j = (j + 1) & (ctx->cache_cap - 1)) {
-		e = &ctx->cache[j];
-		if (!e->used)
-			return NULL;
-		if (e->vaddr == vaddr && e->build_id == build_id && e->mod_id == mod_id)
-			return e;
-	}
-}
-
-static int cache_grow(struct sym_ctx *ctx)
-{
-	size_t ncap = ctx->cache_cap ? ctx->cache_cap * 2 : 4096, old_cap = ctx->cache_cap, i, j;
-	struct cache_entry *old = ctx->cache, *v = calloc(ncap, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	ctx->cache = v;
-	ctx->cache_cap = ncap;
-	for (i = 0; i < old_cap; i++) {
-		if (!old[i].used)
-			continue;
-		j = cache_slot(ctx, old[i].build_id, old[i].mod_id, old[i].vaddr);
-		while (v[j].used)
-			j = (j + 1) & (ncap - 1);
-		v[j] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-static struct cache_entry *cache_insert(struct sym_ctx *ctx, const char *build_id,
-					uint32_t mod_id, uint64_t vaddr)
-{
-	struct cache_entry *e;
-	size_t j;
-
-	if ((ctx->ncache + 1) * 2 > ctx->cache_cap && cache_grow(ctx) < 0)
-		return NULL;
-	j = cache_slot(ctx, build_id, mod_id, vaddr);
-	while (ctx->cache[j].used)
-		j = (j + 1) & (ctx->cache_cap - 1);
-	e = &ctx->cache[j];
+	e = &ctx->cache[ctx->ncache];
 	memset(e, 0, sizeof(*e));
-	e->used = true;
-	e->build_id = build_id;
-	e->mod_id = mod_id;
-	e->vaddr = vaddr;
-	ctx->ncache++;
+	e->build_id = k->build_id;
+	e->mod_id = k->mod_id;
+	e->vaddr = k->vaddr;
+	cprof_htab_add(&ctx->cache_index, hash, ctx->ncache++);
 	return e;
 }
 
@@ -278,7 +230,9 @@ void sym_destroy(struct sym_ctx *ctx)
 		ctx->arena = next;
 	}
 	free(ctx->strs);
+	cprof_htab_free(&ctx->str_index);
 	free(ctx->cache);
+	cprof_htab_free(&ctx->cache_index);
 	free(ctx->mods);
 	free(ctx);
 }
@@ -675,11 +629,11 @@ static int resolve(struct sym_ctx *ctx, const struct sym_module *mod, struct mod
 int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
 	       bool is_return_address, const struct sym_frame **frames, size_t *n)
 {
+	struct cache_key key;
 	struct sym_frame *found;
 	struct cache_entry *e;
 	struct mod_state *st;
-	uint64_t vaddr;
-	uint32_t mod_id;
+	uint32_t ref, hash;
 	size_t count;
 	bool has_lines;
 	int ret;
@@ -697,21 +651,23 @@ int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
 	 * The same file has the same answers wherever and in whichever process
 	 * it is mapped: key by build-id and ELF address when there is one.
 	 */
-	mod_id = st->build_id ? 0 : mod->id;
-	vaddr = (is_return_address ? addr - 1 : addr) - mod->bias;
+	key.build_id = st->build_id;
+	key.mod_id = st->build_id ? 0 : mod->id;
+	key.vaddr = (is_return_address ? addr - 1 : addr) - mod->bias;
 
-	e = cache_find(ctx, st->build_id, mod_id, vaddr);
-	if (e) {
+	ref = cache_index_find(&ctx->cache_index, ctx, &key, &hash);
+	if (ref) {
+		e = &ctx->cache[ref - 1];
 		st->has_lines |= e->has_lines;
 		*frames = e->frames;
 		*n = e->n;
 		return 0;
 	}
 
-	ret = resolve(ctx, mod, st, vaddr, &found, &count, &has_lines);
+	ret = resolve(ctx, mod, st, key.vaddr, &found, &count, &has_lines);
 	if (ret < 0)
 		return ret;
-	e = cache_insert(ctx, st->build_id, mod_id, vaddr);
+	e = cache_insert(ctx, &key, hash);
 	if (!e)
 		return -ENOMEM;
 	e->frames = found;
