@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "unwind/procfs.h"
+#include "process/procfs.h"
 
 void cli_error(const char *fmt, ...)
 {

@@ -57,7 +57,7 @@ pkg_cflags=$(pkg-config --cflags $PKGS) || die "pkg-config --cflags $PKGS failed
 pkg_libs=$(pkg-config --libs $PKGS) || die "pkg-config --libs $PKGS failed"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS_F="-g -O1 -fno-omit-frame-pointer $SAN -I$root -I$build $pkg_cflags"
-LIB_SRC="symbolize/maps.c symbolize/module.c symbolize/symbolize.c"
+LIB_SRC="process/maps.c process/modules.c symbolize/symbolize.c"
 objs=""
 for src in $LIB_SRC; do
 	obj="$out/obj/$(echo "$src" | tr / _).o"

@@ -59,8 +59,8 @@
 #include "profile/export.h"
 #include "profile/profile.h"
 #include "profile/stacks.h"
-#include "symbolize/maps.h"
-#include "symbolize/module.h"
+#include "process/maps.h"
+#include "process/modules.h"
 #include "symbolize/symbolize.h"
 
 #ifndef sigev_notify_thread_id

@@ -12,7 +12,7 @@
 
 #include "profile/profile.h"
 #include "profile/stacks.h"
-#include "symbolize/module.h"
+#include "process/modules.h"
 #include "symbolize/symbolize.h"
 
 struct prof_export_opts {

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "symbolize/module.h"
+#include "process/modules.h"
 
 struct sym_frame {
 	const char *function;	 /* demangled name; NULL when unknown */

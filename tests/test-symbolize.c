@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "symbolize/maps.h"
-#include "symbolize/module.h"
+#include "process/maps.h"
+#include "process/modules.h"
 #include "symbolize/symbolize.h"
 
 #ifndef NT_GNU_BUILD_ID

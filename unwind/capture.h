@@ -17,9 +17,9 @@
 #include <sys/types.h>
 
 #include "profile/stacks.h"
-#include "symbolize/maps.h"
-#include "symbolize/module.h"
-#include "unwind/procfs.h"
+#include "process/maps.h"
+#include "process/modules.h"
+#include "process/procfs.h"
 #include "unwind/remote.h"
 #include "unwind/snapshot.h"
 

@@ -15,8 +15,8 @@
 #include <sys/types.h>
 
 #include "profile/stacks.h"
-#include "symbolize/maps.h"
-#include "symbolize/module.h"
+#include "process/maps.h"
+#include "process/modules.h"
 #include "unwind/snapshot.h"
 
 enum remote_end {

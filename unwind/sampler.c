@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "symbolize/maps.h"
-#include "unwind/procfs.h"
+#include "process/maps.h"
+#include "process/procfs.h"
 #include "unwind/sampler.h"
 #include "unwind/snapshot.h"
 

@@ -22,7 +22,7 @@
 #include <sys/types.h>
 
 #include "profile/stacks.h"
-#include "symbolize/module.h"
+#include "process/modules.h"
 #include "unwind/remote.h"
 #include "unwind/tracer.h"
 

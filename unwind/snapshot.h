@@ -13,7 +13,7 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
-#include "symbolize/maps.h"
+#include "process/maps.h"
 
 struct snap {
 	pid_t tid;

@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "unwind/procfs.h"
+#include "process/procfs.h"
 #include "unwind/tracer.h"
 
 #define SEIZE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)

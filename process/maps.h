@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* A parsed copy of /proc/PID/maps, sorted by address. */
-#ifndef CPROF_SYMBOLIZE_MAPS_H
-#define CPROF_SYMBOLIZE_MAPS_H
+#ifndef CPROF_PROCESS_MAPS_H
+#define CPROF_PROCESS_MAPS_H
 
 #include <stdbool.h>
 #include <stddef.h>

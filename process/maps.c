@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "symbolize/maps.h"
+#include "process/maps.h"
 
 #define DELETED_SUFFIX " (deleted)"
 

@@ -12,11 +12,11 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "unwind/procfs.h"
+#include "process/procfs.h"
 
 /* Generated at build time from <asm/unistd_64.h>: [nr] = "name", ... */
 static const char *const syscall_names[] = {
-#include "unwind/syscall-names.h"
+#include "process/syscall-names.h"
 };
 
 int procfs_open_task(pid_t pid, pid_t tid, const char *name)

@@ -4,8 +4,8 @@
  * that are re-read every tick are kept open and re-read with pread(), which
  * regenerates their contents without an open() per sample.
  */
-#ifndef CPROF_UNWIND_PROCFS_H
-#define CPROF_UNWIND_PROCFS_H
+#ifndef CPROF_PROCESS_PROCFS_H
+#define CPROF_PROCESS_PROCFS_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -5,15 +5,15 @@
  * even after it is unmapped, so samples taken while it was mapped can still be
  * symbolized at the end (its ELF file stays open).
  */
-#ifndef CPROF_SYMBOLIZE_MODULE_H
-#define CPROF_SYMBOLIZE_MODULE_H
+#ifndef CPROF_PROCESS_MODULES_H
+#define CPROF_PROCESS_MODULES_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "symbolize/maps.h"
+#include "process/maps.h"
 
 struct sym_module {
 	uint32_t id;		/* 1..N in discovery order, never reused */
