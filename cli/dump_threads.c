@@ -180,7 +180,7 @@ struct printer {
 
 /* Calls fn for each symbolic frame of ct, inline frames expanded. */
 typedef void (*frame_fn)(struct printer *pr, size_t index, const struct prof_frame *pf,
-			 const struct sym_module *mod, const struct sym_frame *sf, void *arg);
+			 const struct proc_module *mod, const struct sym_frame *sf, void *arg);
 
 static void for_each_frame(struct printer *pr, const struct capture_thread *ct, frame_fn fn,
 			   void *arg)
@@ -189,8 +189,8 @@ static void for_each_frame(struct printer *pr, const struct capture_thread *ct, 
 
 	for (i = 0; i < ct->n_frames; i++) {
 		const struct prof_frame *pf = &ct->frames[i];
-		const struct sym_module *mod =
-			pf->module ? sym_modtab_get(pr->c->mods, pf->module) : NULL;
+		const struct proc_module *mod =
+			pf->module ? proc_modules_get(pr->c->mods, pf->module) : NULL;
 		const struct sym_frame *sf = NULL;
 		size_t n = 0;
 
@@ -209,7 +209,7 @@ static void for_each_frame(struct printer *pr, const struct capture_thread *ct, 
 }
 
 static void text_frame(struct printer *pr, size_t index, const struct prof_frame *pf,
-		       const struct sym_module *mod, const struct sym_frame *sf, void *arg)
+		       const struct proc_module *mod, const struct sym_frame *sf, void *arg)
 {
 	FILE *f = pr->f;
 
@@ -254,7 +254,7 @@ static void print_text(struct printer *pr)
 }
 
 static void json_frame(struct printer *pr, size_t index, const struct prof_frame *pf,
-		       const struct sym_module *mod, const struct sym_frame *sf, void *arg)
+		       const struct proc_module *mod, const struct sym_frame *sf, void *arg)
 {
 	FILE *f = pr->f;
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness: arbitrary text through sym_maps_parse, then
- * sym_maps_find.  Checks the contract of maps.h on what parses: sorted by
+ * libFuzzer harness: arbitrary text through proc_maps_parse, then
+ * proc_maps_find.  Checks the contract of maps.h on what parses: sorted by
  * start, and a found mapping contains the address looked up.
  */
 #include <stdint.h>
@@ -16,7 +16,7 @@ static volatile size_t sink;
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sym_maps m = { 0 };
+	struct proc_maps m = { 0 };
 	char *text;
 
 	/* An exact-size copy: a read past the end is an ASan report. */
@@ -24,9 +24,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (text == NULL)
 		return 0;
 	memcpy(text, data, size);
-	if (sym_maps_parse(text, size, &m) == 0) {
+	if (proc_maps_parse(text, size, &m) == 0) {
 		for (size_t i = 0; i < m.n; i++) {
-			const struct sym_map *e = &m.v[i];
+			const struct proc_map *e = &m.v[i];
 
 			if (i > 0 && m.v[i - 1].start > e->start)
 				abort();	/* not sorted */
@@ -35,14 +35,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 						    e->start + (e->end - e->start) / 2 };
 
 			for (size_t k = 0; k < sizeof(probes) / sizeof(probes[0]); k++) {
-				const struct sym_map *f = sym_maps_find(&m, probes[k]);
+				const struct proc_map *f = proc_maps_find(&m, probes[k]);
 
 				if (f != NULL && !(f->start <= probes[k] && probes[k] < f->end))
 					abort();	/* found a mapping without the address */
 			}
 		}
 	}
-	sym_maps_free(&m);
+	proc_maps_free(&m);
 	free(text);
 	return 0;
 }

@@ -3,7 +3,7 @@
  * libFuzzer harness: hostile ELF/DWARF bytes through sym_lookup.
  *
  * The input is written to a memfd that stands as the ELF file of a fake
- * module (struct sym_module built by hand, as sym_modtab_update would for a
+ * module (struct proc_module built by hand, as proc_modules_update would for a
  * mapped library: fd, load bias, text span), and sym_lookup is called at a few
  * addresses taken from the input (its entry point, words of its tail, the
  * start of its file), as leaf and as return address, with and without source
@@ -66,14 +66,14 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct sym_modtab *tab;
-	struct sym_module mod;
+	static struct proc_modules *tab;
+	struct proc_module mod;
 	struct sym_ctx *ctx;
 	uint64_t addrs[8];
 	size_t naddrs = 0;
 	int fd;
 
-	if (tab == NULL && sym_modtab_create(&tab, getpid()) < 0)
+	if (tab == NULL && proc_modules_create(&tab, getpid()) < 0)
 		abort();
 	fd = memfd_create("fuzz-elf", MFD_CLOEXEC);
 	if (fd < 0)

@@ -124,8 +124,8 @@ static bool inproc_timers_stopped;	/* under inproc_threads_lock */
 /* Aggregation: owned by the drain thread, then by inproc_finish after the
  * drain thread is joined. */
 static struct prof_stacks *inproc_stacks;
-static struct sym_modtab *inproc_mods;
-static struct sym_maps inproc_maps;
+static struct proc_modules *inproc_mods;
+static struct proc_maps inproc_maps;
 static uint64_t inproc_samples;
 static uint64_t inproc_lost;		/* could not be aggregated (ENOMEM) */
 static int64_t inproc_start_realtime_ns, inproc_start_mono_ns;
@@ -347,13 +347,13 @@ static void inproc_frames_of(const struct inproc_record *r, struct prof_frame *f
 	uint32_t i;
 
 	for (i = 0; i < r->n; i++) {
-		const struct sym_module *m = sym_modtab_lookup(inproc_mods, r->pcs[i]);
+		const struct proc_module *m = proc_modules_lookup(inproc_mods, r->pcs[i]);
 
 		if (!m && !*maps_fresh) {
 			*maps_fresh = true;
-			if (sym_maps_read(getpid(), &inproc_maps) == 0)
-				sym_modtab_update(inproc_mods, &inproc_maps);
-			m = sym_modtab_lookup(inproc_mods, r->pcs[i]);
+			if (proc_maps_read(getpid(), &inproc_maps) == 0)
+				proc_modules_update(inproc_mods, &inproc_maps);
+			m = proc_modules_lookup(inproc_mods, r->pcs[i]);
 		}
 		f[i] = (struct prof_frame){
 			.addr = r->pcs[i],
@@ -501,8 +501,8 @@ static int inproc_write(void)
 	char line[160];
 	int ret;
 
-	if (sym_maps_read(getpid(), &inproc_maps) == 0)
-		sym_modtab_update(inproc_mods, &inproc_maps);
+	if (proc_maps_read(getpid(), &inproc_maps) == 0)
+		proc_modules_update(inproc_mods, &inproc_maps);
 	/* Without symbols the addresses still make a profile. */
 	if (sym_create(&sym, inproc_mods, 0) < 0)
 		sym = NULL;
@@ -671,11 +671,11 @@ static int inproc_setup(void)
 	ret = prof_stacks_create(&inproc_stacks, 2);
 	if (ret < 0)
 		return ret;
-	ret = sym_modtab_create(&inproc_mods, getpid());
+	ret = proc_modules_create(&inproc_mods, getpid());
 	if (ret < 0)
 		return ret;
-	if (sym_maps_read(getpid(), &inproc_maps) == 0)
-		sym_modtab_update(inproc_mods, &inproc_maps);
+	if (proc_maps_read(getpid(), &inproc_maps) == 0)
+		proc_modules_update(inproc_mods, &inproc_maps);
 	if (!inproc_resolve_create())
 		return -ENOSYS;
 

@@ -8,13 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "process/maps.h"
 
 #define DELETED_SUFFIX " (deleted)"
 
-void sym_maps_free(struct sym_maps *m)
+void proc_maps_free(struct proc_maps *m)
 {
 	if (m == NULL)
 		return;
@@ -94,7 +95,7 @@ static void skip_spaces(const char **p, const char *end)
  * The path is everything after the blanks that follow the inode, so it may
  * contain spaces; only the kernel's " (deleted)" suffix is taken off.
  */
-static int parse_line(const char *s, const char *end, struct sym_map *m)
+static int parse_line(const char *s, const char *end, struct proc_map *m)
 {
 	uint64_t major, minor;
 	int ret;
@@ -111,13 +112,13 @@ static int parse_line(const char *s, const char *end, struct sym_map *m)
 	if (end - s < 4)
 		return -EINVAL;
 	if (s[0] == 'r')
-		m->perms |= SYM_MAP_R;
+		m->perms |= PROC_MAP_R;
 	if (s[1] == 'w')
-		m->perms |= SYM_MAP_W;
+		m->perms |= PROC_MAP_W;
 	if (s[2] == 'x')
-		m->perms |= SYM_MAP_X;
+		m->perms |= PROC_MAP_X;
 	if (s[3] == 'p')
-		m->perms |= SYM_MAP_P;
+		m->perms |= PROC_MAP_P;
 	s += 4;
 
 	skip_spaces(&s, end);
@@ -150,16 +151,16 @@ static int parse_line(const char *s, const char *end, struct sym_map *m)
 
 static int cmp_map(const void *a, const void *b)
 {
-	const struct sym_map *x = a, *y = b;
+	const struct proc_map *x = a, *y = b;
 
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
 	return 0;
 }
 
-int sym_maps_parse(const char *text, size_t len, struct sym_maps *out)
+int proc_maps_parse(const char *text, size_t len, struct proc_maps *out)
 {
-	struct sym_maps m = { NULL, 0 };
+	struct proc_maps m = { NULL, 0 };
 	size_t cap = 0;
 	const char *p = text, *end = text + len;
 	int ret;
@@ -174,7 +175,7 @@ int sym_maps_parse(const char *text, size_t len, struct sym_maps *out)
 		}
 		if (m.n == cap) {
 			size_t ncap = cap != 0 ? cap * 2 : 64;
-			struct sym_map *v = realloc(m.v, ncap * sizeof(*v));
+			struct proc_map *v = realloc(m.v, ncap * sizeof(*v));
 
 			if (v == NULL) {
 				ret = -ENOMEM;
@@ -194,17 +195,17 @@ int sym_maps_parse(const char *text, size_t len, struct sym_maps *out)
 	if (m.n > 1)
 		qsort(m.v, m.n, sizeof(*m.v), cmp_map);
 
-	sym_maps_free(out);
+	proc_maps_free(out);
 	*out = m;
 	return 0;
 
 free_maps:
-	sym_maps_free(&m);
-	sym_maps_free(out);
+	proc_maps_free(&m);
+	proc_maps_free(out);
 	return ret;
 }
 
-int sym_maps_read(pid_t pid, struct sym_maps *out)
+int proc_maps_read(pid_t pid, struct proc_maps *out)
 {
 	char path[64];
 	char *buf = NULL;
@@ -248,18 +249,18 @@ int sym_maps_read(pid_t pid, struct sym_maps *out)
 		len += (size_t)r;
 	}
 
-	ret = sym_maps_parse(buf, len, out);
+	ret = proc_maps_parse(buf, len, out);
 
 free_buf:
 	free(buf);
 	close(fd);
 out:
 	if (ret < 0)
-		sym_maps_free(out);
+		proc_maps_free(out);
 	return ret;
 }
 
-const struct sym_map *sym_maps_find(const struct sym_maps *m, uint64_t addr)
+const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr)
 {
 	size_t lo = 0, hi;
 
@@ -280,4 +281,46 @@ const struct sym_map *sym_maps_find(const struct sym_maps *m, uint64_t addr)
 	if (addr < m->v[lo - 1].end)
 		return &m->v[lo - 1];
 	return NULL;
+}
+
+/* <linux/fs.h> of Linux 6.11, which the build machine's headers may lack. */
+struct proc_maps_procmap_query {
+	uint64_t size;
+	uint64_t query_flags;
+	uint64_t query_addr;
+	uint64_t vma_start;
+	uint64_t vma_end;
+	uint64_t vma_flags;
+	uint64_t vma_page_size;
+	uint64_t vma_offset;
+	uint64_t inode;
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t vma_name_size;
+	uint32_t build_id_size;
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+#define PROC_MAPS_PROCMAP_QUERY _IOWR('f', 17, struct proc_maps_procmap_query)
+#define PROC_MAPS_PROCMAP_VMA_EXEC 4
+
+int proc_maps_query(int maps_fd, uint64_t addr, struct proc_map *vma)
+{
+	struct proc_maps_procmap_query q;
+
+	memset(&q, 0, sizeof(q));
+	q.size = sizeof(q);
+	q.query_addr = addr;	/* flags 0: the mapping covering addr */
+	if (ioctl(maps_fd, PROC_MAPS_PROCMAP_QUERY, &q) < 0)
+		return errno == EINVAL ? -ENOTTY : -errno;
+	vma->start = q.vma_start;
+	vma->end = q.vma_end;
+	vma->offset = q.vma_offset;
+	vma->inode = q.inode;
+	vma->dev_major = q.dev_major;
+	vma->dev_minor = q.dev_minor;
+	vma->perms = q.vma_flags & PROC_MAPS_PROCMAP_VMA_EXEC ? PROC_MAP_X : 0;
+	vma->deleted = false;
+	vma->path = NULL;
+	return 0;
 }

@@ -9,24 +9,24 @@
 #include <sys/types.h>
 
 enum {
-	SYM_MAP_R = 1 << 0,
-	SYM_MAP_W = 1 << 1,
-	SYM_MAP_X = 1 << 2,
-	SYM_MAP_P = 1 << 3,	/* private (copy-on-write) */
+	PROC_MAP_R = 1 << 0,
+	PROC_MAP_W = 1 << 1,
+	PROC_MAP_X = 1 << 2,
+	PROC_MAP_P = 1 << 3,	/* private (copy-on-write) */
 };
 
-struct sym_map {
+struct proc_map {
 	uint64_t start, end;	/* [start, end) */
 	uint64_t offset;	/* file offset of start */
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
-	unsigned perms;		/* SYM_MAP_* */
+	unsigned perms;		/* PROC_MAP_* */
 	bool deleted;		/* path had " (deleted)"; it is stripped from path */
 	char *path;		/* "" when anonymous; "[stack]", "[vdso]", ... kept */
 };
 
-struct sym_maps {
-	struct sym_map *v;	/* sorted by start, non-overlapping */
+struct proc_maps {
+	struct proc_map *v;	/* sorted by start, non-overlapping */
 	size_t n;
 };
 
@@ -34,14 +34,24 @@ struct sym_maps {
  * Reads /proc/PID/maps into *out, replacing what it held (freed first).
  * Returns 0, or -errno (-ESRCH when the process is gone).
  */
-int sym_maps_read(pid_t pid, struct sym_maps *out);
+int proc_maps_read(pid_t pid, struct proc_maps *out);
 
-/* Parses the text of a maps file (for tests); same contract as sym_maps_read. */
-int sym_maps_parse(const char *text, size_t len, struct sym_maps *out);
+/* Parses the text of a maps file (for tests); same contract as proc_maps_read. */
+int proc_maps_parse(const char *text, size_t len, struct proc_maps *out);
 
-void sym_maps_free(struct sym_maps *m);
+void proc_maps_free(struct proc_maps *m);
 
 /* The mapping that contains addr, or NULL.  Binary search. */
-const struct sym_map *sym_maps_find(const struct sym_maps *m, uint64_t addr);
+const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr);
+
+/*
+ * The mapping that holds addr, asked of the kernel with PROCMAP_QUERY (Linux
+ * 6.11+) on an open /proc/PID/maps: one ioctl instead of reading the whole
+ * file, cheap enough to make while a thread is stopped.  Fills start, end,
+ * offset, inode, dev_major, dev_minor and perms (PROC_MAP_X only); path is
+ * NULL.  Returns 0, -ENOENT (no mapping there) or -ENOTTY (the kernel is
+ * older: the caller falls back to reading maps).
+ */
+int proc_maps_query(int maps_fd, uint64_t addr, struct proc_map *vma);
 
 #endif

@@ -27,17 +27,17 @@
 
 /* A module plus what identifies it in the maps; callers see only pub. */
 struct mod_entry {
-	struct sym_module pub;
+	struct proc_module pub;
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
 };
 
 struct index_entry {
 	uint64_t start, end;
-	const struct sym_module *mod;
+	const struct proc_module *mod;
 };
 
-struct sym_modtab {
+struct proc_modules {
 	pid_t pid;
 	/* Pointers, so that a module never moves once handed out. */
 	struct mod_entry **mods;
@@ -48,16 +48,16 @@ struct sym_modtab {
 
 /* One executable file instance found in the maps during an update. */
 struct candidate {
-	const struct sym_map *first_x;	/* first executable mapping */
-	const struct sym_module *mod;	/* the module it became */
+	const struct proc_map *first_x;	/* first executable mapping */
+	const struct proc_module *mod;	/* the module it became */
 	uint64_t base;
 	uint64_t text_start, text_end, text_offset;
 	bool have_base;
 };
 
-int sym_modtab_create(struct sym_modtab **out, pid_t pid)
+int proc_modules_create(struct proc_modules **out, pid_t pid)
 {
-	struct sym_modtab *t;
+	struct proc_modules *t;
 
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
@@ -69,7 +69,7 @@ int sym_modtab_create(struct sym_modtab **out, pid_t pid)
 	return 0;
 }
 
-void sym_modtab_destroy(struct sym_modtab *t)
+void proc_modules_destroy(struct proc_modules *t)
 {
 	if (t == NULL)
 		return;
@@ -88,13 +88,13 @@ void sym_modtab_destroy(struct sym_modtab *t)
 	free(t);
 }
 
-static bool same_file(const struct sym_map *a, const struct sym_map *b)
+static bool same_file(const struct proc_map *a, const struct proc_map *b)
 {
 	return a->inode == b->inode && a->dev_major == b->dev_major &&
 	       a->dev_minor == b->dev_minor && strcmp(a->path, b->path) == 0;
 }
 
-static bool is_vdso(const struct sym_map *m)
+static bool is_vdso(const struct proc_map *m)
 {
 	return strcmp(m->path, "[vdso]") == 0;
 }
@@ -103,9 +103,9 @@ static bool is_vdso(const struct sym_map *m)
  * Executable mappings worth a module: file-backed ones and [vdso].  Anonymous
  * code (JITs), [vsyscall] and other pseudo-files have no ELF file to read.
  */
-static bool wanted(const struct sym_map *m)
+static bool wanted(const struct proc_map *m)
 {
-	if (!(m->perms & SYM_MAP_X))
+	if (!(m->perms & PROC_MAP_X))
 		return false;
 	if (is_vdso(m))
 		return true;
@@ -151,7 +151,7 @@ static char *build_id_from_notes(Elf_Data *data)
  * that is not ELF, or is truncated, leaves the fields at their defaults: the
  * module stays, unsymbolizable.
  */
-static void read_elf_facts(struct sym_module *mod, const struct candidate *c)
+static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t page_mask = ~(uint64_t)((page > 0 ? page : 4096) - 1);
@@ -244,7 +244,7 @@ end_elf:
 }
 
 /* Copies the target's vdso into a memfd, so that it reads like a file. */
-static int copy_vdso(pid_t pid, const struct sym_map *m)
+static int copy_vdso(pid_t pid, const struct proc_map *m)
 {
 	size_t len = (size_t)(m->end - m->start);
 	void *buf;
@@ -297,7 +297,7 @@ free_buf:
 	return fd;
 }
 
-static bool fd_is(int fd, const struct sym_map *m)
+static bool fd_is(int fd, const struct proc_map *m)
 {
 	struct stat st;
 
@@ -310,7 +310,7 @@ static bool fd_is(int fd, const struct sym_map *m)
  * path used in *open_path.  A deleted file is only reachable through
  * map_files (its path may name a newer file by now).
  */
-static int open_module_file(pid_t pid, const struct sym_map *m, char **open_path)
+static int open_module_file(pid_t pid, const struct proc_map *m, char **open_path)
 {
 	char *root_path = NULL, *mf_path = NULL;
 	int fd = -1, mf_fd;
@@ -368,10 +368,10 @@ fallback:
 	return mf_fd;
 }
 
-static int add_module(struct sym_modtab *t, const struct candidate *c,
+static int add_module(struct proc_modules *t, const struct candidate *c,
 		      const struct stat *exe, const char *exe_path)
 {
-	const struct sym_map *m = c->first_x;
+	const struct proc_map *m = c->first_x;
 	struct mod_entry *e;
 
 	if (t->n == t->cap) {
@@ -448,7 +448,7 @@ static int cmp_index(const void *a, const void *b)
 	return 0;
 }
 
-static const struct sym_map *find_base(const struct sym_maps *maps, size_t i);
+static const struct proc_map *find_base(const struct proc_maps *maps, size_t i);
 
 /*
  * The lookup index: one entry per executable mapping, not per module span.
@@ -457,7 +457,7 @@ static const struct sym_map *find_base(const struct sym_maps *maps, size_t i);
  * (dlopen/dlclose churn reuses addresses), so only the mappings present in
  * these maps say which module an address is in.
  */
-static int rebuild_index(struct sym_modtab *t, const struct sym_maps *maps,
+static int rebuild_index(struct proc_modules *t, const struct proc_maps *maps,
 			 const struct candidate *cands, size_t ncands)
 {
 	struct index_entry *idx;
@@ -467,8 +467,8 @@ static int rebuild_index(struct sym_modtab *t, const struct sym_maps *maps,
 	if (idx == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < maps->n; i++) {
-		const struct sym_map *m = &maps->v[i];
-		const struct sym_map *b;
+		const struct proc_map *m = &maps->v[i];
+		const struct proc_map *b;
 		uint64_t base;
 
 		if (!wanted(m))
@@ -493,7 +493,7 @@ static int rebuild_index(struct sym_modtab *t, const struct sym_maps *maps,
 	return 0;
 }
 
-static struct mod_entry *find_entry(struct sym_modtab *t, const struct sym_map *m,
+static struct mod_entry *find_entry(struct proc_modules *t, const struct proc_map *m,
 				    uint64_t base)
 {
 	for (size_t i = t->n; i-- > 0;) {
@@ -508,12 +508,12 @@ static struct mod_entry *find_entry(struct sym_modtab *t, const struct sym_map *
 }
 
 /* The mapping at file offset 0 of the same file at or below maps->v[i]. */
-static const struct sym_map *find_base(const struct sym_maps *maps, size_t i)
+static const struct proc_map *find_base(const struct proc_maps *maps, size_t i)
 {
-	const struct sym_map *m = &maps->v[i];
+	const struct proc_map *m = &maps->v[i];
 
 	for (size_t j = i + 1; j-- > 0;) {
-		const struct sym_map *b = &maps->v[j];
+		const struct proc_map *b = &maps->v[j];
 
 		if (b->offset == 0 && same_file(b, m) && b->start <= m->start &&
 		    m->start - b->start == m->offset)
@@ -521,7 +521,7 @@ static const struct sym_map *find_base(const struct sym_maps *maps, size_t i)
 	}
 	/* Loaders may leave a gap (or a different layout): accept any offset-0 one. */
 	for (size_t j = i + 1; j-- > 0;) {
-		const struct sym_map *b = &maps->v[j];
+		const struct proc_map *b = &maps->v[j];
 
 		if (b->offset == 0 && same_file(b, m))
 			return b;
@@ -529,7 +529,7 @@ static const struct sym_map *find_base(const struct sym_maps *maps, size_t i)
 	return NULL;
 }
 
-int sym_modtab_update(struct sym_modtab *t, const struct sym_maps *maps)
+int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
 {
 	struct candidate *cands;
 	size_t ncands = 0;
@@ -547,8 +547,8 @@ int sym_modtab_update(struct sym_modtab *t, const struct sym_maps *maps)
 
 	/* Group executable mappings into file instances, keyed by their base. */
 	for (size_t i = 0; i < maps->n; i++) {
-		const struct sym_map *m = &maps->v[i];
-		const struct sym_map *b;
+		const struct proc_map *m = &maps->v[i];
+		const struct proc_map *b;
 		struct candidate *c = NULL;
 		uint64_t base;
 		bool have_base;
@@ -622,14 +622,14 @@ free_cands:
 	return ret;
 }
 
-void sym_modtab_unmap_all(struct sym_modtab *t)
+void proc_modules_unmap_all(struct proc_modules *t)
 {
 	for (size_t i = 0; i < t->n; i++)
 		t->mods[i]->pub.mapped = false;
 	t->nindex = 0;
 }
 
-const struct sym_module *sym_modtab_lookup(const struct sym_modtab *t, uint64_t addr)
+const struct proc_module *proc_modules_lookup(const struct proc_modules *t, uint64_t addr)
 {
 	size_t lo = 0, hi = t->nindex;
 
@@ -646,14 +646,14 @@ const struct sym_module *sym_modtab_lookup(const struct sym_modtab *t, uint64_t 
 	return t->index[lo - 1].mod;
 }
 
-const struct sym_module *sym_modtab_get(const struct sym_modtab *t, uint32_t id)
+const struct proc_module *proc_modules_get(const struct proc_modules *t, uint32_t id)
 {
 	if (id == 0 || id > t->n)
 		return NULL;
 	return &t->mods[id - 1]->pub;
 }
 
-size_t sym_modtab_count(const struct sym_modtab *t)
+size_t proc_modules_count(const struct proc_modules *t)
 {
 	return t->n;
 }

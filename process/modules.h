@@ -15,7 +15,7 @@
 
 #include "process/maps.h"
 
-struct sym_module {
+struct proc_module {
 	uint32_t id;		/* 1..N in discovery order, never reused */
 	char *path;		/* as the target sees it ("/usr/lib/.../libc.so.6", "[vdso]") */
 	char *build_id;		/* lowercase hex of NT_GNU_BUILD_ID, or NULL */
@@ -34,11 +34,11 @@ struct sym_module {
 	bool deleted;		/* the file was deleted */
 };
 
-struct sym_modtab;
+struct proc_modules;
 
 /* Creates an empty table for process pid.  Returns 0 or -errno. */
-int sym_modtab_create(struct sym_modtab **out, pid_t pid);
-void sym_modtab_destroy(struct sym_modtab *t);
+int proc_modules_create(struct proc_modules **out, pid_t pid);
+void proc_modules_destroy(struct proc_modules *t);
 
 /*
  * Brings the table in line with maps: a module is created for each ELF file
@@ -49,17 +49,17 @@ void sym_modtab_destroy(struct sym_modtab *t);
  * /proc/PID/exe.  Never fails for one unreadable file: such a module has
  * fd == -1.  Returns the number of modules added, or -errno.
  */
-int sym_modtab_update(struct sym_modtab *t, const struct sym_maps *maps);
+int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps);
 
 /* Marks every module unmapped (after exec); they stay for symbolization. */
-void sym_modtab_unmap_all(struct sym_modtab *t);
+void proc_modules_unmap_all(struct proc_modules *t);
 
 /* The mapped module whose executable span contains addr, or NULL.  Fast: a
  * sorted index over mapped modules, no syscalls. */
-const struct sym_module *sym_modtab_lookup(const struct sym_modtab *t, uint64_t addr);
+const struct proc_module *proc_modules_lookup(const struct proc_modules *t, uint64_t addr);
 
 /* Module by id (1..count), or NULL. */
-const struct sym_module *sym_modtab_get(const struct sym_modtab *t, uint32_t id);
-size_t sym_modtab_count(const struct sym_modtab *t);
+const struct proc_module *proc_modules_get(const struct proc_modules *t, uint32_t id);
+size_t proc_modules_count(const struct proc_modules *t);
 
 #endif

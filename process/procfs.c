@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "process/procfs.h"
@@ -210,46 +209,6 @@ const char *procfs_syscall_name(long nr)
 	if (nr < 0 || (size_t)nr >= sizeof(syscall_names) / sizeof(syscall_names[0]))
 		return NULL;
 	return syscall_names[nr];
-}
-
-/* <linux/fs.h> of Linux 6.11, which the build machine's headers may lack. */
-struct procfs_procmap_query {
-	uint64_t size;
-	uint64_t query_flags;
-	uint64_t query_addr;
-	uint64_t vma_start;
-	uint64_t vma_end;
-	uint64_t vma_flags;
-	uint64_t vma_page_size;
-	uint64_t vma_offset;
-	uint64_t inode;
-	uint32_t dev_major;
-	uint32_t dev_minor;
-	uint32_t vma_name_size;
-	uint32_t build_id_size;
-	uint64_t vma_name_addr;
-	uint64_t build_id_addr;
-};
-#define PROCFS_PROCMAP_QUERY _IOWR('f', 17, struct procfs_procmap_query)
-#define PROCFS_PROCMAP_VMA_EXEC 4
-
-int procfs_query_vma(int maps_fd, uint64_t addr, struct procfs_vma *vma)
-{
-	struct procfs_procmap_query q;
-
-	memset(&q, 0, sizeof(q));
-	q.size = sizeof(q);
-	q.query_addr = addr;	/* flags 0: the mapping covering addr */
-	if (ioctl(maps_fd, PROCFS_PROCMAP_QUERY, &q) < 0)
-		return errno == EINVAL ? -ENOTTY : -errno;
-	vma->start = q.vma_start;
-	vma->end = q.vma_end;
-	vma->offset = q.vma_offset;
-	vma->inode = q.inode;
-	vma->dev_major = q.dev_major;
-	vma->dev_minor = q.dev_minor;
-	vma->exec = q.vma_flags & PROCFS_PROCMAP_VMA_EXEC;
-	return 0;
 }
 
 int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n)

@@ -52,21 +52,6 @@ int procfs_read_syscall(int fd, struct procfs_syscall *sc);
 /* The name of x86_64 system call nr ("futex"), or NULL. */
 const char *procfs_syscall_name(long nr);
 
-/* The mapping that holds one address, asked of the kernel directly. */
-struct procfs_vma {
-	uint64_t start, end, offset, inode;
-	uint32_t dev_major, dev_minor;
-	bool exec;
-};
-
-/*
- * PROCMAP_QUERY (Linux 6.11+) on an open /proc/PID/maps: one ioctl instead
- * of reading the whole file, cheap enough to make while a thread is
- * stopped.  Returns 0, -ENOENT (no mapping there) or -ENOTTY (the kernel
- * is older: the caller falls back to reading maps).
- */
-int procfs_query_vma(int maps_fd, uint64_t addr, struct procfs_vma *vma);
-
 /* Lists /proc/PID/task into a malloc'd array.  Returns 0 or -errno. */
 int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n);
 

@@ -21,7 +21,7 @@ struct loc_entry {
 };
 
 struct exporter {
-	const struct sym_modtab *mods;
+	const struct proc_modules *mods;
 	struct sym_ctx *sym;
 	const struct prof_export_opts *o;
 	struct prof_builder *b;
@@ -66,7 +66,7 @@ static int mark_modules(uint32_t thread, const struct prof_frame *f, size_t n,
 	return 0;
 }
 
-static int add_mapping(struct exporter *x, const struct sym_module *m)
+static int add_mapping(struct exporter *x, const struct proc_module *m)
 {
 	struct prof_mapping pm = {
 		.start = m->text_start,
@@ -92,7 +92,7 @@ static int add_mapping(struct exporter *x, const struct sym_module *m)
  * it cannot read) leaves this one frame unsymbolized rather than losing the
  * profile.
  */
-static int lines_for(struct exporter *x, const struct sym_module *m, const struct prof_frame *f,
+static int lines_for(struct exporter *x, const struct proc_module *m, const struct prof_frame *f,
 		     size_t *n)
 {
 	const struct sym_frame *sf = NULL;
@@ -128,7 +128,7 @@ static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t
 		.addr = (f->flags & PROF_FRAME_EXACT) || !f->addr ? f->addr : f->addr - 1,
 		.module = f->module,
 	};
-	const struct sym_module *m = f->module ? sym_modtab_get(x->mods, f->module) : NULL;
+	const struct proc_module *m = f->module ? proc_modules_get(x->mods, f->module) : NULL;
 	uint32_t hash, ref;
 	size_t n;
 	int ret;
@@ -188,7 +188,7 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 	return prof_add_sample(x->b, x->loc_ids, k, values, labels, nl);
 }
 
-int prof_export_cpu(const struct prof_stacks *st, const struct sym_modtab *mods,
+int prof_export_cpu(const struct prof_stacks *st, const struct proc_modules *mods,
 		    struct sym_ctx *sym, const struct prof_export_opts *o,
 		    struct prof_builder **out)
 {
@@ -207,7 +207,7 @@ int prof_export_cpu(const struct prof_stacks *st, const struct sym_modtab *mods,
 		return ret;
 	prof_set_time(x.b, o->time_nanos, o->duration_nanos);
 
-	x.n_modules = sym_modtab_count(mods) + 1;
+	x.n_modules = proc_modules_count(mods) + 1;
 	x.mapping_ids = calloc(x.n_modules, sizeof(*x.mapping_ids));
 	x.module_used = calloc(x.n_modules, sizeof(*x.module_used));
 	if (!x.mapping_ids || !x.module_used) {
@@ -219,13 +219,13 @@ int prof_export_cpu(const struct prof_stacks *st, const struct sym_modtab *mods,
 		goto err;
 	/* pprof wants the main binary's mapping first. */
 	for (i = 1; i < x.n_modules; i++) {
-		const struct sym_module *m = sym_modtab_get(mods, (uint32_t)i);
+		const struct proc_module *m = proc_modules_get(mods, (uint32_t)i);
 
 		if (m && m->is_main && x.module_used[i] && (ret = add_mapping(&x, m)) < 0)
 			goto err;
 	}
 	for (i = 1; i < x.n_modules; i++) {
-		const struct sym_module *m = sym_modtab_get(mods, (uint32_t)i);
+		const struct proc_module *m = proc_modules_get(mods, (uint32_t)i);
 
 		if (m && !m->is_main && x.module_used[i] && (ret = add_mapping(&x, m)) < 0)
 			goto err;

@@ -31,7 +31,7 @@ struct prof_export_opts {
  * from st, symbolizing with sym.  Returns 0 or -errno; on
  * success *out is the builder, to be written and destroyed by the caller.
  */
-int prof_export_cpu(const struct prof_stacks *st, const struct sym_modtab *mods,
+int prof_export_cpu(const struct prof_stacks *st, const struct proc_modules *mods,
 		    struct sym_ctx *sym, const struct prof_export_opts *o,
 		    struct prof_builder **out);
 

@@ -18,7 +18,7 @@ enum {
 
 struct prof_frame {
 	uint64_t addr;
-	uint32_t module;	/* sym_module id, 0 when in no known module */
+	uint32_t module;	/* proc_module id, 0 when in no known module */
 	uint32_t flags;		/* PROF_FRAME_* */
 };
 

@@ -51,7 +51,7 @@ struct cache_entry {
 };
 
 struct sym_ctx {
-	const struct sym_modtab *t;
+	const struct proc_modules *t;
 	unsigned flags;
 	Dwfl *dwfl;
 
@@ -196,7 +196,7 @@ static struct cache_entry *cache_insert(struct sym_ctx *ctx, const struct cache_
 	return e;
 }
 
-int sym_create(struct sym_ctx **out, const struct sym_modtab *t, unsigned flags)
+int sym_create(struct sym_ctx **out, const struct proc_modules *t, unsigned flags)
 {
 	struct sym_ctx *ctx;
 
@@ -237,7 +237,7 @@ void sym_destroy(struct sym_ctx *ctx)
 	free(ctx);
 }
 
-static struct mod_state *mod_state(struct sym_ctx *ctx, const struct sym_module *mod)
+static struct mod_state *mod_state(struct sym_ctx *ctx, const struct proc_module *mod)
 {
 	struct mod_state *v;
 	size_t n;
@@ -296,7 +296,7 @@ end_elf:
  * libdwfl's bias, so its choice can never shift an address.
  * Returns 0 (st->dm NULL when the module cannot be read) or -ENOMEM.
  */
-static int report_module(struct sym_ctx *ctx, const struct sym_module *mod,
+static int report_module(struct sym_ctx *ctx, const struct proc_module *mod,
 			 struct mod_state *st)
 {
 	GElf_Half type = ET_NONE;
@@ -591,7 +591,7 @@ static int resolve_flat(struct sym_ctx *ctx, struct resolved *r)
 }
 
 /* The ctx-owned frames for ELF address vaddr of mod; *n 0 when unknown. */
-static int resolve(struct sym_ctx *ctx, const struct sym_module *mod, struct mod_state *st,
+static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mod_state *st,
 		   uint64_t vaddr, struct sym_frame **out, size_t *n, bool *has_lines)
 {
 	struct resolved r = { .n = 0 };
@@ -626,7 +626,7 @@ static int resolve(struct sym_ctx *ctx, const struct sym_module *mod, struct mod
 	return 0;
 }
 
-int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
+int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr,
 	       bool is_return_address, const struct sym_frame **frames, size_t *n)
 {
 	struct cache_key key;
@@ -679,7 +679,7 @@ int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
 	return 0;
 }
 
-bool sym_module_has_lines(struct sym_ctx *ctx, const struct sym_module *mod)
+bool sym_module_has_lines(struct sym_ctx *ctx, const struct proc_module *mod)
 {
 	if (!ctx || !mod || !mod->id || mod->id > ctx->nmods)
 		return false;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Address -> function, file:line and inline chain, through libdw.  Works on
- * the modules of a sym_modtab (their open ELF files), so it needs no live
+ * the modules of a proc_modules (their open ELF files), so it needs no live
  * process: symbolization runs after sampling, never while a thread is stopped.
  */
 #ifndef CPROF_SYMBOLIZE_SYMBOLIZE_H
@@ -29,7 +29,7 @@ enum {
 };
 
 /* Creates a symbolizer over the modules of t (which must outlive it). */
-int sym_create(struct sym_ctx **out, const struct sym_modtab *t, unsigned flags);
+int sym_create(struct sym_ctx **out, const struct proc_modules *t, unsigned flags);
 void sym_destroy(struct sym_ctx *ctx);
 
 /*
@@ -42,11 +42,11 @@ void sym_destroy(struct sym_ctx *ctx);
  * sym_destroy.  Results are cached by (build-id or module, offset).
  * Returns 0 or -errno (never fails for a missing symbol: *n = 0).
  */
-int sym_lookup(struct sym_ctx *ctx, const struct sym_module *mod, uint64_t addr,
+int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr,
 	       bool is_return_address, const struct sym_frame **frames, size_t *n);
 
 /* Whether mod has DWARF line info / inline info, for pprof mapping flags.
  * Valid after at least one sym_lookup in mod. */
-bool sym_module_has_lines(struct sym_ctx *ctx, const struct sym_module *mod);
+bool sym_module_has_lines(struct sym_ctx *ctx, const struct proc_module *mod);
 
 #endif

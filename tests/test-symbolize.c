@@ -292,43 +292,43 @@ static void test_parse(void)
 		"00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon\n"
 		"7f0000000000-7f0000001000 r-xs 00001000 fd:01 42   /tmp/my dir/lib with  spaces.so (deleted)\n"
 		"7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0                          [stack]\n";
-	struct sym_maps m = { NULL, 0 };
-	const struct sym_map *f;
+	struct proc_maps m = { NULL, 0 };
+	const struct proc_map *f;
 	int ret;
 
-	ret = sym_maps_parse(text, sizeof(text) - 1, &m);
-	check(ret == 0 && m.n == 4, "sym_maps_parse reads 4 mappings (ret %d, n %zu)", ret, m.n);
+	ret = proc_maps_parse(text, sizeof(text) - 1, &m);
+	check(ret == 0 && m.n == 4, "proc_maps_parse reads 4 mappings (ret %d, n %zu)", ret, m.n);
 	if (ret != 0 || m.n != 4)
 		goto free_maps;
 	check(m.v[0].start == 0x400000 && m.v[1].start == 0x7f0000000000 &&
 	      m.v[2].start == 0x7f0000002000 && m.v[3].start == 0x7ffd00000000,
 	      "parsed mappings are sorted by address");
 	check(strcmp(m.v[0].path, "/usr/bin/dbus-daemon") == 0 && !m.v[0].deleted &&
-	      m.v[0].perms == (SYM_MAP_R | SYM_MAP_X | SYM_MAP_P) &&
+	      m.v[0].perms == (PROC_MAP_R | PROC_MAP_X | PROC_MAP_P) &&
 	      m.v[0].dev_major == 8 && m.v[0].dev_minor == 2 && m.v[0].inode == 173521,
 	      "plain file mapping: path, perms, dev, inode");
 	check(strcmp(m.v[1].path, "/tmp/my dir/lib with  spaces.so") == 0 && m.v[1].deleted &&
 	      m.v[1].offset == 0x1000 && m.v[1].dev_major == 0xfd && m.v[1].dev_minor == 1 &&
-	      !(m.v[1].perms & SYM_MAP_P),
+	      !(m.v[1].perms & PROC_MAP_P),
 	      "path with spaces kept, \" (deleted)\" stripped, deleted set ('%s')", m.v[1].path);
 	check(m.v[2].path[0] == '\0' && m.v[2].inode == 0, "anonymous mapping has path \"\"");
 	check(strcmp(m.v[3].path, "[stack]") == 0, "pseudo path [stack] kept");
-	f = sym_maps_find(&m, 0x7f0000000fff);
-	check(f == &m.v[1], "sym_maps_find inside a mapping");
-	check(sym_maps_find(&m, 0x7f0000001000) == NULL && sym_maps_find(&m, 0x3fffff) == NULL &&
-	      sym_maps_find(&m, 0xffffffffffffffffULL) == NULL,
-	      "sym_maps_find misses gaps, below and above");
+	f = proc_maps_find(&m, 0x7f0000000fff);
+	check(f == &m.v[1], "proc_maps_find inside a mapping");
+	check(proc_maps_find(&m, 0x7f0000001000) == NULL && proc_maps_find(&m, 0x3fffff) == NULL &&
+	      proc_maps_find(&m, 0xffffffffffffffffULL) == NULL,
+	      "proc_maps_find misses gaps, below and above");
 
-	ret = sym_maps_parse("zzzz-1000 r-xp 0 0:0 0\n", 23, &m);
+	ret = proc_maps_parse("zzzz-1000 r-xp 0 0:0 0\n", 23, &m);
 	check(ret == -EINVAL && m.n == 0, "malformed maps text gives -EINVAL (ret %d)", ret);
 free_maps:
-	sym_maps_free(&m);
+	proc_maps_free(&m);
 }
 
-static const struct sym_module *find_module(const struct sym_modtab *t, const char *path_part)
+static const struct proc_module *find_module(const struct proc_modules *t, const char *path_part)
 {
-	for (uint32_t id = 1; id <= sym_modtab_count(t); id++) {
-		const struct sym_module *m = sym_modtab_get(t, id);
+	for (uint32_t id = 1; id <= proc_modules_count(t); id++) {
+		const struct proc_module *m = proc_modules_get(t, id);
 
 		if (m != NULL && m->mapped && strstr(m->path, path_part) != NULL)
 			return m;
@@ -360,10 +360,10 @@ static void print_frames(const struct sym_frame *f, size_t n)
 static void test_live(pid_t child, const char *corrupt_path, const char *trunc_path,
 		      uint64_t corrupt_addr, uint64_t trunc_addr)
 {
-	struct sym_maps maps = { NULL, 0 };
-	struct sym_modtab *t = NULL;
+	struct proc_maps maps = { NULL, 0 };
+	struct proc_modules *t = NULL;
 	struct sym_ctx *ctx = NULL;
-	const struct sym_module *main_mod, *libc, *vdso, *m;
+	const struct proc_module *main_mod, *libc, *vdso, *m;
 	const struct sym_frame *fr, *fr2;
 	struct expect e_main, e_libc, e_vdso;
 	char exe[4096];
@@ -375,23 +375,23 @@ static void test_live(pid_t child, const char *corrupt_path, const char *trunc_p
 	expect_object(&e_libc, "libc.so");
 	expect_object(&e_vdso, "linux-vdso");
 
-	ret = sym_maps_read(child, &maps);
-	check(ret == 0 && maps.n > 5, "sym_maps_read(child) (ret %d, %zu mappings)", ret, maps.n);
-	const struct sym_map *km = sym_maps_find(&maps, (uintptr_t)known_fn);
-	check(km != NULL && (km->perms & SYM_MAP_X), "maps: known_fn is in an executable mapping");
+	ret = proc_maps_read(child, &maps);
+	check(ret == 0 && maps.n > 5, "proc_maps_read(child) (ret %d, %zu mappings)", ret, maps.n);
+	const struct proc_map *km = proc_maps_find(&maps, (uintptr_t)known_fn);
+	check(km != NULL && (km->perms & PROC_MAP_X), "maps: known_fn is in an executable mapping");
 
-	ret = sym_modtab_create(&t, child);
-	check(ret == 0, "sym_modtab_create");
+	ret = proc_modules_create(&t, child);
+	check(ret == 0, "proc_modules_create");
 	if (ret != 0)
 		goto free_maps;
-	ret = sym_modtab_update(t, &maps);
-	check(ret >= 3, "sym_modtab_update adds modules (%d)", ret);
+	ret = proc_modules_update(t, &maps);
+	check(ret >= 3, "proc_modules_update adds modules (%d)", ret);
 
-	main_mod = sym_modtab_lookup(t, (uintptr_t)known_fn);
+	main_mod = proc_modules_lookup(t, (uintptr_t)known_fn);
 	r = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	exe[r > 0 ? r : 0] = '\0';
 	check(main_mod != NULL && main_mod->is_main && strcmp(main_mod->path, exe) == 0,
-	      "sym_modtab_lookup(&known_fn) is the main module %s", main_mod ? main_mod->path : "(none)");
+	      "proc_modules_lookup(&known_fn) is the main module %s", main_mod ? main_mod->path : "(none)");
 	if (main_mod == NULL)
 		goto destroy_t;
 	check(main_mod->build_id != NULL && strcmp(main_mod->build_id, e_main.build_id) == 0,
@@ -407,9 +407,9 @@ static void test_live(pid_t child, const char *corrupt_path, const char *trunc_p
 	      main_mod->eh_frame_hdr, main_mod->eh_frame_hdr_len, main_mod->text_start,
 	      main_mod->text_end, main_mod->text_offset);
 
-	libc = sym_modtab_lookup(t, (uintptr_t)nanosleep);
+	libc = proc_modules_lookup(t, (uintptr_t)nanosleep);
 	check(libc != NULL && strstr(libc->path, "libc.so") != NULL && !libc->is_main,
-	      "sym_modtab_lookup(&nanosleep) is libc %s", libc ? libc->path : "(none)");
+	      "proc_modules_lookup(&nanosleep) is libc %s", libc ? libc->path : "(none)");
 	if (libc != NULL) {
 		check(libc->build_id != NULL && strcmp(libc->build_id, e_libc.build_id) == 0 &&
 		      libc->bias == e_libc.bias,
@@ -428,17 +428,17 @@ static void test_live(pid_t child, const char *corrupt_path, const char *trunc_p
 	      "[vdso] copied to a memfd, build-id %s", vdso && vdso->build_id ? vdso->build_id : "(null)");
 	check(find_module(t, "[vsyscall]") == NULL, "no module for [vsyscall]");
 
-	check(sym_modtab_lookup(t, 16) == NULL && sym_modtab_lookup(t, (uintptr_t)&stack_var) == NULL,
-	      "sym_modtab_lookup of a low address and of a stack address: no module");
+	check(proc_modules_lookup(t, 16) == NULL && proc_modules_lookup(t, (uintptr_t)&stack_var) == NULL,
+	      "proc_modules_lookup of a low address and of a stack address: no module");
 
-	ret = sym_modtab_update(t, &maps);
-	check(ret == 0 && sym_modtab_lookup(t, (uintptr_t)known_fn) == main_mod,
+	ret = proc_modules_update(t, &maps);
+	check(ret == 0 && proc_modules_lookup(t, (uintptr_t)known_fn) == main_mod,
 	      "second update adds nothing, same module (ret %d)", ret);
-	sym_modtab_unmap_all(t);
-	check(sym_modtab_lookup(t, (uintptr_t)known_fn) == NULL && !main_mod->mapped,
-	      "after sym_modtab_unmap_all nothing is found");
-	ret = sym_modtab_update(t, &maps);
-	check(ret == 0 && sym_modtab_lookup(t, (uintptr_t)known_fn) == main_mod && main_mod->mapped,
+	proc_modules_unmap_all(t);
+	check(proc_modules_lookup(t, (uintptr_t)known_fn) == NULL && !main_mod->mapped,
+	      "after proc_modules_unmap_all nothing is found");
+	ret = proc_modules_update(t, &maps);
+	check(ret == 0 && proc_modules_lookup(t, (uintptr_t)known_fn) == main_mod && main_mod->mapped,
 	      "update after unmap_all maps the same modules again (ret %d)", ret);
 
 	ret = sym_create(&ctx, t, 0);
@@ -505,7 +505,7 @@ static void test_live(pid_t child, const char *corrupt_path, const char *trunc_p
 		}
 		if (f != NULL)
 			fclose(f);
-		m = sym_modtab_lookup(t, pc);
+		m = proc_modules_lookup(t, pc);
 		if (pc != 0 && m != NULL) {
 			ret = sym_lookup(ctx, m, pc, false, &fr, &n);
 			check(ret == 0 && n >= 1 && fr[n - 1].function && strstr(fr[n - 1].function, "read"),
@@ -518,7 +518,7 @@ static void test_live(pid_t child, const char *corrupt_path, const char *trunc_p
 	}
 
 	/* Hostile files: garbage DWARF (file deleted meanwhile), truncated ELF. */
-	m = sym_modtab_lookup(t, corrupt_addr);
+	m = proc_modules_lookup(t, corrupt_addr);
 	check(m != NULL && m->deleted && strcmp(m->path, corrupt_path) == 0 && m->build_id != NULL &&
 	      strcmp(m->build_id, main_mod->build_id) != 0,
 	      "deleted corrupt copy is a module (fd %d via %s)", m ? m->fd : -2,
@@ -530,7 +530,7 @@ static void test_live(pid_t child, const char *corrupt_path, const char *trunc_p
 		ret = sym_lookup(ctx, m, corrupt_addr + 0x123, true, &fr, &n);
 		check(ret == 0, "second lookup there survives too");
 	}
-	m = sym_modtab_lookup(t, trunc_addr);
+	m = proc_modules_lookup(t, trunc_addr);
 	check(m != NULL && strcmp(m->path, trunc_path) == 0 && m->build_id == NULL,
 	      "truncated ELF is a module without build-id");
 	if (m != NULL) {
@@ -542,9 +542,9 @@ static void test_live(pid_t child, const char *corrupt_path, const char *trunc_p
 
 	sym_destroy(ctx);
 destroy_t:
-	sym_modtab_destroy(t);
+	proc_modules_destroy(t);
 free_maps:
-	sym_maps_free(&maps);
+	proc_maps_free(&maps);
 }
 
 /*
@@ -554,20 +554,20 @@ free_maps:
 static void test_debuglink(pid_t child, const char *dir, const uint64_t *addrs)
 {
 	static const char *const names[2] = { "dl-subdir", "dl-beside" };
-	struct sym_maps maps = { NULL, 0 };
-	struct sym_modtab *t = NULL;
+	struct proc_maps maps = { NULL, 0 };
+	struct proc_modules *t = NULL;
 	struct sym_ctx *ctx = NULL;
 
-	if (sym_maps_read(child, &maps) < 0 || sym_modtab_create(&t, child) < 0) {
+	if (proc_maps_read(child, &maps) < 0 || proc_modules_create(&t, child) < 0) {
 		check(false, "debuglink: read the maps of the child");
 		goto free_maps;
 	}
-	if (sym_modtab_update(t, &maps) < 0 || sym_create(&ctx, t, 0) < 0) {
+	if (proc_modules_update(t, &maps) < 0 || sym_create(&ctx, t, 0) < 0) {
 		check(false, "debuglink: set up its modules and a symbolizer");
 		goto destroy_t;
 	}
 	for (int i = 0; i < 2; i++) {
-		const struct sym_module *m = sym_modtab_lookup(t, addrs[i]);
+		const struct proc_module *m = proc_modules_lookup(t, addrs[i]);
 		const struct sym_frame *fr = NULL;
 		size_t n = 0;
 		int ret = -1;
@@ -584,9 +584,9 @@ static void test_debuglink(pid_t child, const char *dir, const uint64_t *addrs)
 	}
 	sym_destroy(ctx);
 destroy_t:
-	sym_modtab_destroy(t);
+	proc_modules_destroy(t);
 free_maps:
-	sym_maps_free(&maps);
+	proc_maps_free(&maps);
 }
 
 int main(int argc, char **argv)

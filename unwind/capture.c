@@ -359,13 +359,13 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 	ret = list_threads(&x);
 	if (ret < 0)
 		goto out;
-	ret = sym_maps_read(pid, &c->maps);
+	ret = proc_maps_read(pid, &c->maps);
 	if (ret < 0)
 		goto out;
-	ret = sym_modtab_create(&c->mods, pid);
+	ret = proc_modules_create(&c->mods, pid);
 	if (ret < 0)
 		goto out;
-	ret = sym_modtab_update(c->mods, &c->maps);
+	ret = proc_modules_update(c->mods, &c->maps);
 	if (ret < 0)
 		goto out;
 	ret = remote_create(&x.u, pid, c->mods, &c->maps);
@@ -423,8 +423,8 @@ void capture_free(struct capture *c)
 		free(c->threads[i].frames);
 	}
 	free(c->threads);
-	sym_maps_free(&c->maps);
+	proc_maps_free(&c->maps);
 	if (c->mods)
-		sym_modtab_destroy(c->mods);
+		proc_modules_destroy(c->mods);
 	memset(c, 0, sizeof(*c));
 }

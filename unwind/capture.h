@@ -54,8 +54,8 @@ struct capture {
 	pid_t pid;
 	struct capture_thread *threads;	/* main thread first, then by tid */
 	size_t n;
-	struct sym_maps maps;
-	struct sym_modtab *mods;	/* owned; for symbolization */
+	struct proc_maps maps;
+	struct proc_modules *mods;	/* owned; for symbolization */
 	uint64_t freeze_ns;	/* first interrupt to last resume; 0 if nothing stopped */
 	uint64_t stopped_ns;	/* sum over stopped threads of their stop time */
 	size_t n_stopped;

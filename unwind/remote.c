@@ -38,8 +38,8 @@ struct eh_info {
 
 struct remote_unwinder {
 	pid_t pid;
-	const struct sym_modtab *mods;
-	const struct sym_maps *maps;
+	const struct proc_modules *mods;
+	const struct proc_maps *maps;
 	unw_addr_space_t as;
 	struct page *pages;
 	size_t n_pages;
@@ -47,7 +47,7 @@ struct remote_unwinder {
 	size_t n_eh;
 	/* The walk in progress. */
 	const struct snap *snap;
-	const struct sym_map *stack_map;
+	const struct proc_map *stack_map;
 	bool hit_end_of_snapshot;
 	bool bad_memory;
 	bool missing_reg;
@@ -132,7 +132,7 @@ static int read_live(struct remote_unwinder *u, uint64_t addr, void *dst, size_t
 static int read_mem(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
 {
 	const struct snap *s = u->snap;
-	const struct sym_map *m;
+	const struct proc_map *m;
 
 	if (s && addr >= s->stack_start && addr + len <= s->stack_start + s->stack_len) {
 		memcpy(dst, s->stack + (addr - s->stack_start), len);
@@ -143,8 +143,8 @@ static int read_mem(struct remote_unwinder *u, uint64_t addr, void *dst, size_t 
 			u->hit_end_of_snapshot = true;
 		return -EFAULT;
 	}
-	m = sym_maps_find(u->maps, addr);
-	if (m && !(m->perms & SYM_MAP_W) && (m->perms & SYM_MAP_R) &&
+	m = proc_maps_find(u->maps, addr);
+	if (m && !(m->perms & PROC_MAP_W) && (m->perms & PROC_MAP_R) &&
 	    (addr & (PAGE_SIZE_ - 1)) + len <= PAGE_SIZE_)
 		return read_cached(u, addr, dst, len);
 	return read_live(u, addr, dst, len);
@@ -173,7 +173,7 @@ static bool is_return_address(struct remote_unwinder *u, uint64_t ra)
 	uint8_t b[8];
 	size_t i;
 
-	if (ra < 8 || !sym_modtab_lookup(u->mods, ra))
+	if (ra < 8 || !proc_modules_lookup(u->mods, ra))
 		return false;
 	if (read_mem(u, ra - 8, b, 8) < 0)
 		return false;
@@ -328,7 +328,7 @@ static size_t eh_pe_size(uint8_t enc)
 }
 
 /* Reads a module's .eh_frame_hdr once: version, encodings, FDE count. */
-static const struct eh_info *probe_eh(struct remote_unwinder *u, const struct sym_module *m)
+static const struct eh_info *probe_eh(struct remote_unwinder *u, const struct proc_module *m)
 {
 	struct eh_info *e;
 	uint8_t hdr[4];
@@ -380,7 +380,7 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 			      int need_unwind_info, void *arg)
 {
 	struct remote_unwinder *u = arg;
-	const struct sym_module *m = sym_modtab_lookup(u->mods, ip);
+	const struct proc_module *m = proc_modules_lookup(u->mods, ip);
 	const struct eh_info *e;
 	unw_dyn_info_t di;
 
@@ -411,8 +411,8 @@ static unw_accessors_t accessors = {
 	.get_proc_name = acc_get_proc_name,
 };
 
-int remote_create(struct remote_unwinder **out, pid_t pid, const struct sym_modtab *mods,
-		  const struct sym_maps *maps)
+int remote_create(struct remote_unwinder **out, pid_t pid, const struct proc_modules *mods,
+		  const struct proc_maps *maps)
 {
 	struct remote_unwinder *u;
 
@@ -465,7 +465,7 @@ void remote_destroy(struct remote_unwinder *u)
 
 static void put_frame(struct remote_unwinder *u, struct prof_frame *f, uint64_t pc, bool exact)
 {
-	const struct sym_module *m = sym_modtab_lookup(u->mods, pc);
+	const struct proc_module *m = proc_modules_lookup(u->mods, pc);
 
 	f->addr = pc;
 	f->module = m ? m->id : 0;
@@ -484,7 +484,7 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 	if (!max)
 		return 0;
 	u->snap = s;
-	u->stack_map = sym_maps_find(u->maps, s->stack_start);
+	u->stack_map = proc_maps_find(u->maps, s->stack_start);
 	u->hit_end_of_snapshot = false;
 	u->bad_memory = false;
 	u->missing_reg = false;

@@ -36,8 +36,8 @@ struct remote_unwinder;
  * date by it and read (never changed) here; they must outlive the unwinder.
  * Returns 0 or -errno.
  */
-int remote_create(struct remote_unwinder **out, pid_t pid, const struct sym_modtab *mods,
-		  const struct sym_maps *maps);
+int remote_create(struct remote_unwinder **out, pid_t pid, const struct proc_modules *mods,
+		  const struct proc_maps *maps);
 void remote_destroy(struct remote_unwinder *u);
 
 /* Forgets cached memory and unwind state: call when mappings changed. */

@@ -49,11 +49,11 @@ struct samp_thread {
 struct sampler {
 	struct sampler_opts o;
 	struct tracer *tracer;
-	struct sym_maps maps;
-	struct sym_maps stop_maps;	/* read during a stop, for process_snaps */
+	struct proc_maps maps;
+	struct proc_maps stop_maps;	/* read during a stop, for process_snaps */
 	int maps_fd;		/* /proc/PID/maps for PROCMAP_QUERY; -ENOTTY: unsupported */
 	bool stop_maps_valid;
-	struct sym_modtab *mods;
+	struct proc_modules *mods;
 	struct remote_unwinder *unwinder;
 	struct prof_stacks *stacks;
 	struct snap *snaps;	/* captured this round, waiting to be unwound */
@@ -101,12 +101,12 @@ static void update_label(struct sampler *s, struct tracer_thread *th, const char
 
 static int refresh_maps(struct sampler *s)
 {
-	int ret = sym_maps_read(s->o.pid, &s->maps);
+	int ret = proc_maps_read(s->o.pid, &s->maps);
 
 	if (ret < 0)
 		return ret;
 	s->maps_read_ns = tracer_now_ns();
-	ret = sym_modtab_update(s->mods, &s->maps);
+	ret = proc_modules_update(s->mods, &s->maps);
 	remote_flush(s->unwinder);
 	return ret < 0 ? ret : 0;
 }
@@ -172,12 +172,12 @@ static struct snap *next_snap(struct sampler *s)
  */
 static bool pc_unknown(struct sampler *s, uint64_t pc)
 {
-	const struct sym_map *m = sym_maps_find(&s->maps, pc);
-	struct procfs_vma v;
+	const struct proc_map *m = proc_maps_find(&s->maps, pc);
+	struct proc_map v;
 
-	if (!sym_modtab_lookup(s->mods, pc)) {
+	if (!proc_modules_lookup(s->mods, pc)) {
 		/* Code runs only from executable memory. */
-		return !m || !(m->perms & SYM_MAP_X) || m->path[0] == '/';
+		return !m || !(m->perms & PROC_MAP_X) || m->path[0] == '/';
 	}
 	if (s->maps_fd == -ENOTTY)
 		return false;
@@ -191,7 +191,7 @@ static bool pc_unknown(struct sampler *s, uint64_t pc)
 			return false;
 		}
 	}
-	if (procfs_query_vma(s->maps_fd, pc, &v) == -ENOTTY) {
+	if (proc_maps_query(s->maps_fd, pc, &v) == -ENOTTY) {
 		close(s->maps_fd);
 		s->maps_fd = -ENOTTY;	/* an older kernel: never ask again */
 		return false;
@@ -213,7 +213,7 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	sn = next_snap(s);
 	if (!sn || snap_capture(sn, s->o.pid, th->tid, &th->regs, &s->maps) < 0)
 		return false;
-	if (pc_unknown(s, sn->regs.rip) && sym_maps_read(s->o.pid, &s->stop_maps) == 0) {
+	if (pc_unknown(s, sn->regs.rip) && proc_maps_read(s->o.pid, &s->stop_maps) == 0) {
 		/* Still stopped: a library mapped for a moment (dlopen and
 		 * dlclose in a loop) is in the maps now and may be gone once
 		 * the thread runs.  Modules are made from this copy later,
@@ -237,7 +237,7 @@ static void on_exec(struct tracer *t, void *arg)
 	struct sampler *s = arg;
 	size_t i, n = tracer_thread_count(t);
 
-	sym_modtab_unmap_all(s->mods);
+	proc_modules_unmap_all(s->mods);
 	/* An open maps file stays bound to the address space it was opened
 	 * on, which exec just replaced. */
 	if (s->maps_fd >= 0) {
@@ -278,12 +278,12 @@ static bool needs_maps_retry(const struct sampler *s, const struct snap *sn,
 	if (sn->sp_unmapped)
 		return true;
 	for (i = 0; i < n; i++) {
-		const struct sym_map *m;
+		const struct proc_map *m;
 
 		if (f[i].module)
 			continue;
-		m = sym_maps_find(&s->maps, f[i].addr);
-		if (!m || !(m->perms & SYM_MAP_X) || m->path[0] == '/')
+		m = proc_maps_find(&s->maps, f[i].addr);
+		if (!m || !(m->perms & PROC_MAP_X) || m->path[0] == '/')
 			return true;
 	}
 	return false;
@@ -384,12 +384,12 @@ static int process_snaps(struct sampler *s)
 	int ret;
 
 	if (s->stop_maps_valid) {
-		struct sym_maps tmp = s->maps;
+		struct proc_maps tmp = s->maps;
 
 		s->maps = s->stop_maps;
 		s->stop_maps = tmp;
 		s->stop_maps_valid = false;
-		sym_modtab_update(s->mods, &s->maps);
+		proc_modules_update(s->mods, &s->maps);
 		remote_flush(s->unwinder);
 	}
 
@@ -607,7 +607,7 @@ int sampler_create(struct sampler **out, const struct sampler_opts *o)
 	ret = prof_stacks_create(&s->stacks, 2);
 	if (ret < 0)
 		goto err;
-	ret = sym_modtab_create(&s->mods, o->pid);
+	ret = proc_modules_create(&s->mods, o->pid);
 	if (ret < 0)
 		goto err;
 	ret = remote_create(&s->unwinder, o->pid, s->mods, &s->maps);
@@ -628,9 +628,9 @@ void sampler_destroy(struct sampler *s)
 		return;
 	remote_destroy(s->unwinder);
 	if (s->mods)
-		sym_modtab_destroy(s->mods);
-	sym_maps_free(&s->maps);
-	sym_maps_free(&s->stop_maps);
+		proc_modules_destroy(s->mods);
+	proc_maps_free(&s->maps);
+	proc_maps_free(&s->stop_maps);
 	if (s->maps_fd >= 0)
 		close(s->maps_fd);
 	if (s->stacks)
@@ -806,7 +806,7 @@ const struct prof_stacks *sampler_stacks(const struct sampler *s)
 	return s->stacks;
 }
 
-const struct sym_modtab *sampler_modules(const struct sampler *s)
+const struct proc_modules *sampler_modules(const struct sampler *s)
 {
 	return s->mods;
 }

@@ -113,7 +113,7 @@ int sampler_session(struct sampler *s);
 void sampler_stop(struct sampler *s);
 
 const struct prof_stacks *sampler_stacks(const struct sampler *s);
-const struct sym_modtab *sampler_modules(const struct sampler *s);
+const struct proc_modules *sampler_modules(const struct sampler *s);
 const struct sampler_stats *sampler_get_stats(const struct sampler *s);
 
 /* The thread a prof_stacks thread key stands for.  Returns 0 or -ENOENT. */

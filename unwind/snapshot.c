@@ -30,16 +30,16 @@ void snap_fini(struct snap *s)
 
 /* One process_vm_readv from SP: a single iovec pair stops cleanly at the
  * first unmapped page, so an unknown stack end costs only a short read. */
-static int copy_stack(struct snap *s, pid_t pid, const struct sym_maps *maps)
+static int copy_stack(struct snap *s, pid_t pid, const struct proc_maps *maps)
 {
-	const struct sym_map *m;
+	const struct proc_map *m;
 	uint64_t stack_end;
 	struct iovec riov, liov;
 	size_t want;
 	ssize_t r;
 
 	s->stack_start = s->regs.rsp;
-	m = sym_maps_find(maps, s->stack_start);
+	m = proc_maps_find(maps, s->stack_start);
 	s->sp_unmapped = !m;
 	stack_end = m ? m->end : 0;
 
@@ -59,7 +59,7 @@ static int copy_stack(struct snap *s, pid_t pid, const struct sym_maps *maps)
 }
 
 int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_struct *regs,
-		 const struct sym_maps *maps)
+		 const struct proc_maps *maps)
 {
 	s->tid = tid;
 	s->stack_len = 0;
@@ -74,7 +74,7 @@ int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_st
 }
 
 int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
-			 const struct sym_maps *maps)
+			 const struct proc_maps *maps)
 {
 	s->tid = tid;
 	s->stack_len = 0;

@@ -42,7 +42,7 @@ void snap_fini(struct snap *s);
  * stack is not an error: stack_len is then 0.
  */
 int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_struct *regs,
-		 const struct sym_maps *maps);
+		 const struct proc_maps *maps);
 
 /*
  * The same for a thread that is blocked and NOT stopped: sp and pc come from
@@ -51,7 +51,7 @@ int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_st
  * run during the copy (procfs_read_sched).  Returns 0 or -errno.
  */
 int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
-			 const struct sym_maps *maps);
+			 const struct proc_maps *maps);
 
 /* The stack pointer and program counter of a snapshot. */
 static inline uint64_t snap_sp(const struct snap *s)
