@@ -145,15 +145,15 @@ static void progress_update(const struct sampler_stats *st, void *arg)
 	progress_show(pr, text);
 }
 
-/* collapsed or svg: the profile is built as for pprof, then read back, so
- * that the flame graph shows exactly what the pprof file would hold. */
+/* collapsed or svg: drawn from the profile as built for pprof, so that the
+ * flame graph shows exactly what the pprof file would hold. */
 static int write_flame(struct prof_builder *b, const struct cli_session *a, const char *what)
 {
 	struct prof_rd_profile *rd = NULL;
 	char title[256];
 	int ret;
 
-	ret = prof_builder_to_rd(b, &rd);
+	ret = prof_builder_view(b, &rd);
 	if (ret < 0)
 		return ret;
 	if (a->format == CLI_FORMAT_SVG) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The pprof builder: interned strings and functions, mappings, locations, merged samples. */
+/* The pprof builder's model: functions, mappings, locations, merged samples. */
 
 #include "config.h"
 
@@ -11,93 +11,15 @@
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
-#include "lib/utf8.h"
+#include "profile/builder-impl.h"
 #include "profile/profile.h"
-#include "profile/profile.pb-c.h"
-
-struct value_type {
-	int64_t type, unit;	/* string indices */
-};
-
-struct mapping {
-	uint64_t start, limit, offset;
-	int64_t filename, build_id;
-	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
-};
-
-struct function {
-	int64_t name, system_name, filename, start_line;
-};
-
-struct line {
-	uint64_t function_id;
-	int64_t line;
-};
-
-struct location {
-	uint64_t mapping_id, address;
-	size_t line_off;	/* into lines[] */
-	size_t n_lines;
-};
-
-struct label {
-	int64_t key, str, num, num_unit;	/* string indices except num */
-};
-
-struct sample {
-	size_t loc_off;		/* into sample_locs[] */
-	size_t n_locs;
-	size_t label_off;	/* into labels[] */
-	size_t n_labels;
-};
 
 /* A sample being added, before it is known to be new. */
 struct sample_key {
 	const uint64_t *locs;
 	size_t n_locs;
-	const struct label *labels;
+	const struct bld_label *labels;
 	size_t n_labels;
-};
-
-struct prof_builder {
-	char **strs;			/* string_table; strs[0] == "" */
-	size_t n_strs, cap_strs;
-	struct cprof_htab str_tab;
-
-	struct value_type *types;
-	size_t n_types;
-	struct value_type period_type;
-	int64_t period;
-	int64_t time_nanos, duration_nanos;
-
-	int64_t *comments;
-	size_t n_comments, cap_comments;
-
-	struct mapping *mappings;
-	size_t n_mappings, cap_mappings;
-
-	struct function *functions;
-	size_t n_functions, cap_functions;
-	struct cprof_htab fn_tab;
-
-	struct location *locations;
-	size_t n_locations, cap_locations;
-	struct line *lines;
-	size_t n_lines, cap_lines;
-
-	struct sample *samples;
-	size_t n_samples, cap_samples;
-	struct cprof_htab sample_tab;
-	uint64_t *sample_locs;
-	size_t n_sample_locs, cap_sample_locs;
-	struct label *labels;
-	size_t n_labels, cap_labels;
-	int64_t *values;		/* n_types per sample */
-	size_t cap_values;
-
-	/* Labels of the sample being added, interned and sorted. */
-	struct label *scratch;
-	size_t cap_scratch;
 };
 
 /* ---- small helpers --------------------------------------------------- */
@@ -108,81 +30,10 @@ static int64_t add_wrap(int64_t a, int64_t v)
 	return (int64_t)((uint64_t)a + (uint64_t)v);
 }
 
-/* ---- strings --------------------------------------------------------- */
-
-struct str_key {
-	const char *s;
-	size_t len;
-};
-
-static bool str_eq(const struct prof_builder *b, uint32_t index, const struct str_key *k)
-{
-	const char *s = b->strs[index];
-
-	return strncmp(s, k->s, k->len) == 0 && s[k->len] == '\0';
-}
-
-#define HTAB_NAME str_index
-#define HTAB_CTX struct prof_builder
-#define HTAB_KEY struct str_key
-#define HTAB_HASH(b, k) cprof_hash_finish(cprof_hash_bytes(CPROF_HASH_SEED, (k)->s, (k)->len))
-#define HTAB_COMPARE str_eq
-#include "lib/htab-type.h"
-
 /* Interns s (NULL is ""), storing its string_table index in *index. */
 static int intern(struct prof_builder *b, const char *s, int64_t *index)
 {
-	struct str_key key;
-	char *clean = NULL, *copy;
-	uint32_t hash, ref;
-	int err;
-
-	if (!s || !*s) {
-		*index = 0;
-		return 0;
-	}
-	key.s = s;
-	key.len = strlen(s);
-	if (!cprof_utf8_valid(s, key.len)) {
-		clean = cprof_utf8_sanitize(s, key.len, &key.len);
-		if (!clean)
-			return -ENOMEM;
-		key.s = clean;
-	}
-	ref = str_index_find(&b->str_tab, b, &key, &hash);
-	if (ref) {
-		*index = ref - 1;
-		free(clean);
-		return 0;
-	}
-
-	if (b->n_strs >= UINT32_MAX - 1) {
-		err = -ENOMEM;
-		goto free_clean;
-	}
-	err = cprof_grow(&b->strs, &b->cap_strs, b->n_strs + 1, sizeof(*b->strs), 16);
-	if (!err)
-		err = cprof_htab_reserve(&b->str_tab, 1);
-	if (err)
-		goto free_clean;
-	if (clean) {
-		copy = clean;
-		clean = NULL;
-	} else {
-		copy = strdup(s);
-		if (!copy) {
-			err = -ENOMEM;
-			goto free_clean;
-		}
-	}
-	b->strs[b->n_strs] = copy;
-	cprof_htab_add(&b->str_tab, hash, b->n_strs);
-	*index = (int64_t)b->n_strs++;
-	return 0;
-
-free_clean:
-	free(clean);
-	return err;
+	return prof_strtab_intern(&b->strtab, s, index);
 }
 
 /* ---- builder --------------------------------------------------------- */
@@ -202,17 +53,9 @@ int prof_builder_create(struct prof_builder **out,
 	if (!b)
 		return -ENOMEM;
 
-	/* string_table[0] must be "": pprof treats index 0 as "no string" */
-	err = cprof_grow(&b->strs, &b->cap_strs, 1, sizeof(*b->strs), 16);
+	err = prof_strtab_init(&b->strtab);
 	if (err)
 		goto destroy_builder;
-	b->strs[0] = strdup("");
-	if (!b->strs[0]) {
-		err = -ENOMEM;
-		goto destroy_builder;
-	}
-	b->n_strs = 1;
-	/* "" is never looked up (intern short-cuts it), so it is not indexed */
 
 	if (n_types) {
 		b->types = calloc(n_types, sizeof(*b->types));
@@ -246,14 +89,9 @@ destroy_builder:
 
 void prof_builder_destroy(struct prof_builder *b)
 {
-	size_t i;
-
 	if (!b)
 		return;
-	for (i = 0; i < b->n_strs; i++)
-		free(b->strs[i]);
-	free(b->strs);
-	cprof_htab_free(&b->str_tab);
+	prof_strtab_free(&b->strtab);
 	free(b->types);
 	free(b->comments);
 	free(b->mappings);
@@ -295,7 +133,7 @@ int prof_add_comment(struct prof_builder *b, const char *text)
 
 int prof_add_mapping(struct prof_builder *b, const struct prof_mapping *m, uint64_t *id)
 {
-	struct mapping *dst;
+	struct bld_mapping *dst;
 	int64_t filename, build_id;
 	int err;
 
@@ -328,7 +166,7 @@ int prof_add_mapping(struct prof_builder *b, const struct prof_mapping *m, uint6
 
 /* ---- functions and locations ----------------------------------------- */
 
-static uint32_t function_hash(const struct function *f)
+static uint32_t function_hash(const struct bld_function *f)
 {
 	uint64_t h = 0;
 
@@ -339,9 +177,9 @@ static uint32_t function_hash(const struct function *f)
 	return cprof_hash_finish(h);
 }
 
-static bool function_eq(const struct prof_builder *b, uint32_t index, const struct function *k)
+static bool function_eq(const struct prof_builder *b, uint32_t index, const struct bld_function *k)
 {
-	const struct function *f = &b->functions[index];
+	const struct bld_function *f = &b->functions[index];
 
 	return f->name == k->name && f->system_name == k->system_name &&
 	       f->filename == k->filename && f->start_line == k->start_line;
@@ -349,7 +187,7 @@ static bool function_eq(const struct prof_builder *b, uint32_t index, const stru
 
 #define HTAB_NAME fn_index
 #define HTAB_CTX struct prof_builder
-#define HTAB_KEY struct function
+#define HTAB_KEY struct bld_function
 #define HTAB_HASH(b, k) function_hash(k)
 #define HTAB_COMPARE function_eq
 #include "lib/htab-type.h"
@@ -357,7 +195,7 @@ static bool function_eq(const struct prof_builder *b, uint32_t index, const stru
 /* Interns the function of line l, storing its id (1..N) in *id. */
 static int intern_function(struct prof_builder *b, const struct prof_line *l, uint64_t *id)
 {
-	struct function key;
+	struct bld_function key;
 	uint32_t hash, ref;
 	int err;
 
@@ -390,7 +228,7 @@ static int intern_function(struct prof_builder *b, const struct prof_line *l, ui
 int prof_add_location(struct prof_builder *b, uint64_t mapping_id, uint64_t address,
 		      const struct prof_line *lines, size_t n_lines, uint64_t *id)
 {
-	struct location *loc;
+	struct bld_location *loc;
 	size_t i, n_kept = 0;
 	int err;
 
@@ -424,7 +262,7 @@ int prof_add_location(struct prof_builder *b, uint64_t mapping_id, uint64_t addr
 	loc->line_off = b->n_lines;
 	loc->n_lines = 0;
 	for (i = 0; i < n_lines; i++) {
-		struct line *dst = &b->lines[loc->line_off + loc->n_lines];
+		struct bld_line *dst = &b->lines[loc->line_off + loc->n_lines];
 
 		if (!lines[i].function)
 			continue;
@@ -443,7 +281,7 @@ int prof_add_location(struct prof_builder *b, uint64_t mapping_id, uint64_t addr
 
 /* ---- samples --------------------------------------------------------- */
 
-static int label_cmp(const struct label *a, const struct label *c)
+static int label_cmp(const struct bld_label *a, const struct bld_label *c)
 {
 	if (a->key != c->key)
 		return a->key < c->key ? -1 : 1;
@@ -458,7 +296,7 @@ static int label_cmp(const struct label *a, const struct label *c)
 
 static bool sample_eq(const struct prof_builder *b, uint32_t index, const struct sample_key *k)
 {
-	const struct sample *s = &b->samples[index];
+	const struct bld_sample *s = &b->samples[index];
 	size_t i;
 
 	if (s->n_locs != k->n_locs || s->n_labels != k->n_labels)
@@ -509,7 +347,7 @@ static int scratch_labels(struct prof_builder *b, const struct prof_label *label
 	if (err)
 		return err;
 	for (i = 0; i < n; i++) {
-		struct label l = { 0 };
+		struct bld_label l = { 0 };
 
 		err = intern(b, labels[i].key, &l.key);
 		if (err)
@@ -552,7 +390,7 @@ static int check_sample(const struct prof_builder *b, const uint64_t *location_i
 static int append_sample(struct prof_builder *b, const struct sample_key *key, uint32_t hash,
 			 const int64_t *values)
 {
-	struct sample *s;
+	struct bld_sample *s;
 	int err;
 
 	if (b->n_samples >= UINT32_MAX - 1)
@@ -623,192 +461,4 @@ int prof_add_sample(struct prof_builder *b, const uint64_t *location_ids, size_t
 size_t prof_sample_count(const struct prof_builder *b)
 {
 	return b->n_samples;
-}
-
-/* ---- encoding -------------------------------------------------------- */
-
-/*
- * The message tree for one pack: the message structs point into these
- * arrays, and into the builder's own arrays where the layouts coincide
- * (string table, sample location ids and values, comments).
- */
-struct msg_parts {
-	Perftools__Profiles__ValueType *types, **type_ptrs, period_type;
-	Perftools__Profiles__Mapping *mappings, **mapping_ptrs;
-	Perftools__Profiles__Function *functions, **function_ptrs;
-	Perftools__Profiles__Line *lines, **line_ptrs;
-	Perftools__Profiles__Location *locations, **location_ptrs;
-	Perftools__Profiles__Label *labels, **label_ptrs;
-	Perftools__Profiles__Sample *samples, **sample_ptrs;
-};
-
-static void msg_parts_free(struct msg_parts *p)
-{
-	free(p->types);
-	free(p->type_ptrs);
-	free(p->mappings);
-	free(p->mapping_ptrs);
-	free(p->functions);
-	free(p->function_ptrs);
-	free(p->lines);
-	free(p->line_ptrs);
-	free(p->locations);
-	free(p->location_ptrs);
-	free(p->labels);
-	free(p->label_ptrs);
-	free(p->samples);
-	free(p->sample_ptrs);
-}
-
-/* Allocates n structs of size bytes and n pointers to them (none when n == 0). */
-static int alloc_parts(void *structsp, void *ptrsp, size_t n, size_t size)
-{
-	unsigned char *structs;
-	void **ptrs;
-	size_t i;
-
-	if (!n)
-		return 0;
-	structs = calloc(n, size);
-	ptrs = calloc(n, sizeof(*ptrs));
-	if (!structs || !ptrs) {
-		free(structs);
-		free(ptrs);
-		return -ENOMEM;
-	}
-	for (i = 0; i < n; i++)
-		ptrs[i] = structs + i * size;
-	memcpy(structsp, &structs, sizeof(structs));
-	memcpy(ptrsp, &ptrs, sizeof(ptrs));
-	return 0;
-}
-
-int prof_builder_pack(struct prof_builder *b, struct ProtobufCBuffer *out)
-{
-	Perftools__Profiles__Profile msg = PERFTOOLS__PROFILES__PROFILE__INIT;
-	struct msg_parts p = { 0 };
-	size_t i;
-	int err;
-
-	err = alloc_parts(&p.types, &p.type_ptrs, b->n_types, sizeof(*p.types));
-	if (!err)
-		err = alloc_parts(&p.mappings, &p.mapping_ptrs, b->n_mappings,
-				  sizeof(*p.mappings));
-	if (!err)
-		err = alloc_parts(&p.functions, &p.function_ptrs, b->n_functions,
-				  sizeof(*p.functions));
-	if (!err)
-		err = alloc_parts(&p.lines, &p.line_ptrs, b->n_lines, sizeof(*p.lines));
-	if (!err)
-		err = alloc_parts(&p.locations, &p.location_ptrs, b->n_locations,
-				  sizeof(*p.locations));
-	if (!err)
-		err = alloc_parts(&p.labels, &p.label_ptrs, b->n_labels, sizeof(*p.labels));
-	if (!err)
-		err = alloc_parts(&p.samples, &p.sample_ptrs, b->n_samples, sizeof(*p.samples));
-	if (err)
-		goto free_parts;
-
-	for (i = 0; i < b->n_types; i++) {
-		perftools__profiles__value_type__init(&p.types[i]);
-		p.types[i].type = b->types[i].type;
-		p.types[i].unit = b->types[i].unit;
-	}
-	perftools__profiles__value_type__init(&p.period_type);
-	p.period_type.type = b->period_type.type;
-	p.period_type.unit = b->period_type.unit;
-
-	for (i = 0; i < b->n_mappings; i++) {
-		const struct mapping *m = &b->mappings[i];
-		Perftools__Profiles__Mapping *pm = &p.mappings[i];
-
-		perftools__profiles__mapping__init(pm);
-		pm->id = i + 1;
-		pm->memory_start = m->start;
-		pm->memory_limit = m->limit;
-		pm->file_offset = m->offset;
-		pm->filename = m->filename;
-		pm->build_id = m->build_id;
-		pm->has_functions = m->has_functions;
-		pm->has_filenames = m->has_filenames;
-		pm->has_line_numbers = m->has_line_numbers;
-		pm->has_inline_frames = m->has_inline_frames;
-	}
-
-	for (i = 0; i < b->n_functions; i++) {
-		const struct function *f = &b->functions[i];
-		Perftools__Profiles__Function *pf = &p.functions[i];
-
-		perftools__profiles__function__init(pf);
-		pf->id = i + 1;
-		pf->name = f->name;
-		pf->system_name = f->system_name;
-		pf->filename = f->filename;
-		pf->start_line = f->start_line;
-	}
-
-	for (i = 0; i < b->n_lines; i++) {
-		perftools__profiles__line__init(&p.lines[i]);
-		p.lines[i].function_id = b->lines[i].function_id;
-		p.lines[i].line = b->lines[i].line;
-	}
-
-	for (i = 0; i < b->n_locations; i++) {
-		const struct location *l = &b->locations[i];
-		Perftools__Profiles__Location *pl = &p.locations[i];
-
-		perftools__profiles__location__init(pl);
-		pl->id = i + 1;
-		pl->mapping_id = l->mapping_id;
-		pl->address = l->address;
-		pl->n_line = l->n_lines;
-		pl->line = l->n_lines ? &p.line_ptrs[l->line_off] : NULL;
-	}
-
-	for (i = 0; i < b->n_labels; i++) {
-		perftools__profiles__label__init(&p.labels[i]);
-		p.labels[i].key = b->labels[i].key;
-		p.labels[i].str = b->labels[i].str;
-		p.labels[i].num = b->labels[i].num;
-		p.labels[i].num_unit = b->labels[i].num_unit;
-	}
-
-	for (i = 0; i < b->n_samples; i++) {
-		const struct sample *s = &b->samples[i];
-		Perftools__Profiles__Sample *ps = &p.samples[i];
-
-		perftools__profiles__sample__init(ps);
-		ps->n_location_id = s->n_locs;
-		ps->location_id = s->n_locs ? &b->sample_locs[s->loc_off] : NULL;
-		ps->n_value = b->n_types;
-		ps->value = b->n_types ? &b->values[i * b->n_types] : NULL;
-		ps->n_label = s->n_labels;
-		ps->label = s->n_labels ? &p.label_ptrs[s->label_off] : NULL;
-	}
-
-	msg.n_sample_type = b->n_types;
-	msg.sample_type = p.type_ptrs;
-	msg.n_sample = b->n_samples;
-	msg.sample = p.sample_ptrs;
-	msg.n_mapping = b->n_mappings;
-	msg.mapping = p.mapping_ptrs;
-	msg.n_location = b->n_locations;
-	msg.location = p.location_ptrs;
-	msg.n_function = b->n_functions;
-	msg.function = p.function_ptrs;
-	msg.n_string_table = b->n_strs;
-	msg.string_table = b->strs;
-	msg.time_nanos = b->time_nanos;
-	msg.duration_nanos = b->duration_nanos;
-	msg.period_type = &p.period_type;
-	msg.period = b->period;
-	msg.n_comment = b->n_comments;
-	msg.comment = b->comments;
-
-	perftools__profiles__profile__pack_to_buffer(&msg, out);
-	err = 0;
-
-free_parts:
-	msg_parts_free(&p);
-	return err;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Flame graphs: collapsed stacks and an interactive SVG, from a profile read back. */
+/* Flame graphs: the merged call tree, collapsed stacks, and writing either kind to files. */
 
 #include "config.h"
 
@@ -13,38 +13,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <protobuf-c/protobuf-c.h>
-
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
-#include "lib/utf8.h"
 #include "profile/atomic.h"
+#include "profile/flame-tree.h"
 #include "profile/flame.h"
-#include "profile/profile.h"
 
-#define NONE 0u		/* no child / no sibling: the root is nobody's child */
-
-/* One frame of the merged call tree; node 0 is the root above every stack. */
-struct flame_node {
-	uint32_t name;		/* index into flame.names */
-	uint32_t parent;
-	uint32_t child;		/* first child in name order, NONE if a leaf */
-	uint32_t sibling;	/* next sibling in name order, NONE if last */
-	uint32_t depth;		/* root 0 */
-	int64_t self;		/* value of the samples that end here */
-	int64_t total;		/* self plus the children's totals */
-};
-
-struct flame {
-	char **names;		/* sanitized, owned */
-	size_t n_names, cap_names;
-	struct cprof_htab name_index;
-	struct flame_node *nodes;
-	size_t n_nodes, cap_nodes;
-	struct cprof_htab node_index;	/* (parent, name) -> node */
-	uint32_t max_depth;
-};
 
 /* A name being interned: len bytes, not NUL-terminated. */
 struct name_key {
@@ -293,7 +268,7 @@ static int finish_tree(struct flame *fl)
 	return 0;
 }
 
-static void flame_free(struct flame *fl)
+void prof_flame_tree_free(struct flame *fl)
 {
 	uint32_t i;
 
@@ -305,7 +280,7 @@ static void flame_free(struct flame *fl)
 	cprof_htab_free(&fl->node_index);
 }
 
-static int flame_build(struct flame *fl, const struct prof_rd_profile *p, size_t type,
+int prof_flame_tree_build(struct flame *fl, const struct prof_rd_profile *p, size_t type,
 		       unsigned flags)
 {
 	size_t i;
@@ -332,23 +307,20 @@ static int flame_build(struct flame *fl, const struct prof_rd_profile *p, size_t
 		goto fail;
 	return 0;
 fail:
-	flame_free(fl);
+	prof_flame_tree_free(fl);
 	return ret;
 }
 
-/* The next node of a depth-first walk in name order (NONE at the end);
- * descend false skips n's subtree. */
-static uint32_t walk_next(const struct flame *fl, uint32_t n, bool descend)
+uint32_t prof_flame_walk_next(const struct flame *fl, uint32_t n, bool descend)
 {
 	if (descend && fl->nodes[n].child)
 		return fl->nodes[n].child;
 	while (n && !fl->nodes[n].sibling)
 		n = fl->nodes[n].parent;
-	return n ? fl->nodes[n].sibling : NONE;
+	return n ? fl->nodes[n].sibling : FLAME_NONE;
 }
 
-/* Ends a write to f: a full disk is an error, not a truncated file. */
-static int stream_status(FILE *f)
+int prof_flame_stream_status(FILE *f)
 {
 	if (fflush(f) != 0 || ferror(f))
 		return errno ? -errno : -EIO;
@@ -371,7 +343,7 @@ static int write_collapsed(const struct flame *fl, FILE *f)
 		goto free_bufs;
 	}
 	errno = 0;
-	for (n = fl->nodes[0].child; n; n = walk_next(fl, n, true)) {
+	for (n = fl->nodes[0].child; n; n = prof_flame_walk_next(fl, n, true)) {
 		const struct flame_node *d = &fl->nodes[n];
 
 		/* ends[depth - 1] is where the parent's path ends */
@@ -397,7 +369,7 @@ static int write_collapsed(const struct flame *fl, FILE *f)
 			fprintf(f, " %" PRId64 "\n", d->self);
 		}
 	}
-	ret = stream_status(f);
+	ret = prof_flame_stream_status(f);
 free_bufs:
 	free(path);
 	free(ends);
@@ -409,323 +381,11 @@ int prof_flame_collapsed(const struct prof_rd_profile *p, size_t type, unsigned 
 	struct flame fl;
 	int ret;
 
-	ret = flame_build(&fl, p, type, flags);
+	ret = prof_flame_tree_build(&fl, p, type, flags);
 	if (ret < 0)
 		return ret;
 	ret = write_collapsed(&fl, f);
-	flame_free(&fl);
-	return ret;
-}
-
-/* ---- SVG -------------------------------------------------------------- */
-
-#define SVG_WIDTH 1200
-#define SVG_PAD 10		/* left and right margins */
-#define SVG_FRAME_H 16
-#define SVG_TOP 60		/* title, subtitle, buttons */
-#define SVG_BOTTOM 30		/* the details line */
-#define SVG_FONT_SIZE 12
-#define SVG_CHAR_W 7.2		/* advance of a 12px monospace glyph, about 0.6 em */
-#define SVG_MIN_W 0.1		/* narrower frames (and their children) are not drawn */
-
-/*
- * Length of the UTF-8 sequence at s (at most n bytes) when it is an XML
- * character, 0 if not: ill-formed UTF-8, and U+FFFE/U+FFFF (EF BF BE/BF),
- * which are well-formed but not allowed in XML.
- */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len = cprof_utf8_seq_len(s, n);
-
-	if (len == 3 && s[0] == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
-		return 0;
-	return len;
-}
-
-/* Characters (not bytes) in s, an invalid byte counting as one. */
-static size_t char_count(const char *s)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n = strlen(s), count = 0, k;
-
-	while (n) {
-		k = utf8_len(u, n);
-		if (!k)
-			k = 1;
-		u += k;
-		n -= k;
-		count++;
-	}
-	return count;
-}
-
-/*
- * Writes at most max characters of s as XML character data or attribute
- * text: markup characters escaped, control characters and bytes that are
- * not valid UTF-8 replaced by '?', so that any name gives well-formed XML.
- */
-static void xml_put(FILE *f, const char *s, size_t max)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n = strlen(s), k;
-
-	for (; n && max; max--) {
-		k = utf8_len(u, n);
-		if (!k) {
-			fputc('?', f);
-			k = 1;
-		} else if (k > 1) {
-			fwrite(u, 1, k, f);
-		} else if (*u == '&') {
-			fputs("&amp;", f);
-		} else if (*u == '<') {
-			fputs("&lt;", f);
-		} else if (*u == '>') {
-			fputs("&gt;", f);
-		} else if (*u == '"') {
-			fputs("&quot;", f);
-		} else if (*u == '\'') {
-			fputs("&apos;", f);
-		} else if (*u < 0x20 || *u == 0x7f) {
-			fputc('?', f);
-		} else {
-			fputc(*u, f);
-		}
-		u += k;
-		n -= k;
-	}
-}
-
-/* The label that fits in a frame w pixels wide: the name, cut with "..", or nothing. */
-static void put_label(FILE *f, const char *name, double w)
-{
-	double room = (w - 6) / SVG_CHAR_W;
-	size_t fit = room > 0 ? (size_t)room : 0, len = char_count(name);
-
-	if (fit < 3)
-		return;
-	if (len <= fit) {
-		xml_put(f, name, len);
-		return;
-	}
-	xml_put(f, name, fit - 2);
-	fputs("..", f);
-}
-
-/* Warm colors (flame-like), stable for a name across graphs and runs. */
-static void put_color(FILE *f, const char *name)
-{
-	uint64_t h = cprof_hash_bytes(CPROF_HASH_SEED, name, strlen(name));
-
-	fprintf(f, "rgb(%u,%u,%u)", 205 + (unsigned)(h % 51), 60 + (unsigned)((h >> 16) % 161),
-		(unsigned)((h >> 32) % 56));
-}
-
-/*
- * The script: zoom on click (the frame and its descendants fill the width,
- * its ancestors are dimmed, the rest hidden), search by regular expression
- * with the share of the total it matches, and reset.  It reads everything it
- * needs from the frames themselves: names from the <title>s, original
- * geometry from the <rect>s.
- */
-static const char svg_script[] =
-	"\"use strict\";\n"
-	"var frames = [], details, matched, zoomed = null, pattern = null;\n"
-	"function fit(f, w) {\n"
-	"  var room = Math.floor((w - 6) / CHAR_W), s = f.name;\n"
-	"  if (room < 3) s = \"\";\n"
-	"  else if (s.length > room) s = s.substring(0, room - 2) + \"..\";\n"
-	"  f.t.textContent = s;\n"
-	"}\n"
-	"function place(f, x, w) {\n"
-	"  f.r.setAttribute(\"x\", x); f.r.setAttribute(\"width\", w);\n"
-	"  f.t.setAttribute(\"x\", x + 3); fit(f, w);\n"
-	"}\n"
-	"function zoom(z) {\n"
-	"  var scale = (W - 2 * PAD) / z.w, eps = 1e-6;\n"
-	"  zoomed = z;\n"
-	"  document.getElementById(\"unzoom\").style.display = \"\";\n"
-	"  frames.forEach(function (f) {\n"
-	"    var inside = f.x >= z.x - eps && f.x + f.w <= z.x + z.w + eps;\n"
-	"    var around = f.x <= z.x + eps && f.x + f.w >= z.x + z.w - eps;\n"
-	"    if (f.y <= z.y && inside) {\n"
-	"      f.g.style.display = \"\"; f.g.style.opacity = \"\";\n"
-	"      place(f, PAD + (f.x - z.x) * scale, f.w * scale);\n"
-	"    } else if (f.y > z.y && around) {\n"
-	"      f.g.style.display = \"\"; f.g.style.opacity = \"0.5\";\n"
-	"      place(f, PAD, W - 2 * PAD);\n"
-	"    } else {\n"
-	"      f.g.style.display = \"none\";\n"
-	"    }\n"
-	"  });\n"
-	"  if (pattern) search(pattern);\n"
-	"}\n"
-	"function unzoom() {\n"
-	"  zoomed = null;\n"
-	"  document.getElementById(\"unzoom\").style.display = \"none\";\n"
-	"  frames.forEach(function (f) {\n"
-	"    f.g.style.display = \"\"; f.g.style.opacity = \"\";\n"
-	"    place(f, f.x, f.w);\n"
-	"  });\n"
-	"  if (pattern) search(pattern);\n"
-	"}\n"
-	"function search(re) {\n"
-	"  var spans = [], sum = 0, end = -1;\n"
-	"  pattern = re;\n"
-	"  frames.forEach(function (f) {\n"
-	"    var hit = re !== null && re.test(f.name);\n"
-	"    f.r.setAttribute(\"fill\", hit ? \"rgb(200,60,230)\" : f.fill);\n"
-	"    if (hit) spans.push([f.x, f.x + f.w]);\n"
-	"  });\n"
-	"  /* nested matches overlap: count each stretch of the width once */\n"
-	"  spans.sort(function (a, b) { return a[0] - b[0]; });\n"
-	"  spans.forEach(function (s) {\n"
-	"    if (s[1] <= end) return;\n"
-	"    sum += s[1] - Math.max(s[0], end);\n"
-	"    end = s[1];\n"
-	"  });\n"
-	"  matched.textContent = re === null ? \"\" :\n"
-	"    \"Matched: \" + (100 * sum / (W - 2 * PAD)).toFixed(2) + \"%\";\n"
-	"  document.getElementById(\"unsearch\").style.display = re === null ? \"none\" : \"\";\n"
-	"}\n"
-	"function ask() {\n"
-	"  var s = window.prompt(\"Search for (regular expression):\", \"\");\n"
-	"  if (s === null || s === \"\") return;\n"
-	"  try { search(new RegExp(s)); } catch (e) { window.alert(String(e)); }\n"
-	"}\n"
-	"function init() {\n"
-	"  var gs = document.getElementsByTagName(\"g\");\n"
-	"  details = document.getElementById(\"details\");\n"
-	"  matched = document.getElementById(\"matched\");\n"
-	"  for (var i = 0; i < gs.length; i++) {\n"
-	"    var g = gs[i];\n"
-	"    if (g.getAttribute(\"class\") !== \"f\") continue;\n"
-	"    var title = g.getElementsByTagName(\"title\")[0].textContent;\n"
-	"    var r = g.getElementsByTagName(\"rect\")[0];\n"
-	"    var m = /^([\\s\\S]*) \\([^()]*\\)$/.exec(title);\n"
-	"    var f = { g: g, r: r, t: g.getElementsByTagName(\"text\")[0],\n"
-	"      name: m ? m[1] : title, title: title, fill: r.getAttribute(\"fill\"),\n"
-	"      x: +r.getAttribute(\"x\"), w: +r.getAttribute(\"width\"), y: +r.getAttribute(\"y\") };\n"
-	"    frames.push(f);\n"
-	"    (function (f) {\n"
-	"      g.addEventListener(\"click\", function () { zoom(f); });\n"
-	"      g.addEventListener(\"mouseover\", function () { details.textContent = f.title; });\n"
-	"      g.addEventListener(\"mouseout\", function () { details.textContent = \" \"; });\n"
-	"    })(f);\n"
-	"  }\n"
-	"  document.getElementById(\"unzoom\").addEventListener(\"click\", unzoom);\n"
-	"  document.getElementById(\"search\").addEventListener(\"click\", ask);\n"
-	"  document.getElementById(\"unsearch\").addEventListener(\"click\", function () { search(null); });\n"
-	"  window.addEventListener(\"keydown\", function (e) {\n"
-	"    if ((e.ctrlKey || e.metaKey) && e.key === \"f\") { e.preventDefault(); ask(); }\n"
-	"    else if (e.key === \"Escape\") { if (zoomed) unzoom(); else search(null); }\n"
-	"  });\n"
-	"}\n"
-	"window.addEventListener(\"load\", init);\n";
-
-static void put_frame(FILE *f, const struct flame *fl, uint32_t n, double x, double w,
-		      double y, int64_t total)
-{
-	const char *name = fl->names[fl->nodes[n].name];
-	double pct = 100.0 * (double)fl->nodes[n].total / (double)total;
-
-	fputs("<g class=\"f\"><title>", f);
-	xml_put(f, name, SIZE_MAX);
-	fprintf(f, " (%" PRId64 ", %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
-		"height=\"%d\" rx=\"2\" fill=\"", fl->nodes[n].total, pct, x, y, w,
-		SVG_FRAME_H - 1);
-	put_color(f, name);
-	fprintf(f, "\"/><text x=\"%.2f\" y=\"%.1f\">", x + 3, y + SVG_FRAME_H - 4.5);
-	put_label(f, name, w);
-	fputs("</text></g>\n", f);
-}
-
-static int write_svg(const struct flame *fl, const struct prof_rd_profile *p, size_t type,
-		     const char *title, FILE *f)
-{
-	const struct prof_rd_value_type *vt = &p->sample_types[type];
-	int64_t total = fl->nodes[0].total;
-	double scale, *xs = NULL;
-	int height = SVG_TOP + (int)fl->max_depth * SVG_FRAME_H + SVG_BOTTOM;
-	uint32_t n;
-	bool draw = false;
-
-	errno = 0;
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
-		"<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
-		"height=\"%d\" viewBox=\"0 0 %d %d\">\n",
-		SVG_WIDTH, height, SVG_WIDTH, height);
-	fputs("<style type=\"text/css\">\n"
-	      "text { font-family: monospace; font-size: 12px; fill: rgb(0,0,0); }\n"
-	      "g.f { cursor: pointer; }\n"
-	      "g.f:hover rect { stroke: rgb(0,0,0); stroke-width: 0.5; }\n"
-	      ".button { cursor: pointer; text-decoration: underline; }\n"
-	      "#title { font-size: 17px; }\n"
-	      "</style>\n<script type=\"text/ecmascript\"><![CDATA[\n", f);
-	fprintf(f, "var W = %d, PAD = %d, CHAR_W = %.1f;\n", SVG_WIDTH, SVG_PAD, SVG_CHAR_W);
-	fputs(svg_script, f);
-	fputs("]]></script>\n", f);
-	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,240)\"/>\n",
-		SVG_WIDTH, height);
-	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">", SVG_WIDTH / 2);
-	xml_put(f, title ? title : "Flame Graph", SIZE_MAX);
-	fprintf(f, "</text>\n<text x=\"%d\" y=\"44\" text-anchor=\"middle\">", SVG_WIDTH / 2);
-	xml_put(f, vt->type ? vt->type : "", SIZE_MAX);
-	fputs(" (", f);
-	xml_put(f, vt->unit ? vt->unit : "", SIZE_MAX);
-	fprintf(f, "), total %" PRId64 "</text>\n", total);
-	fprintf(f, "<text id=\"unzoom\" class=\"button\" x=\"%d\" y=\"24\" style=\"display:none\">"
-		"Reset zoom</text>\n", SVG_PAD);
-	fprintf(f, "<text id=\"search\" class=\"button\" x=\"%d\" y=\"24\" text-anchor=\"end\">"
-		"Search</text>\n", SVG_WIDTH - SVG_PAD);
-	fprintf(f, "<text id=\"unsearch\" class=\"button\" x=\"%d\" y=\"44\" text-anchor=\"end\" "
-		"style=\"display:none\">Clear search</text>\n", SVG_WIDTH - SVG_PAD);
-	fprintf(f, "<text id=\"matched\" x=\"%d\" y=\"%d\" text-anchor=\"end\"> </text>\n",
-		SVG_WIDTH - SVG_PAD, height - 10);
-	fprintf(f, "<text id=\"details\" x=\"%d\" y=\"%d\"> </text>\n", SVG_PAD, height - 10);
-
-	if (total <= 0) {
-		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no samples</text>\n",
-			SVG_WIDTH / 2, SVG_TOP + 20);
-		goto end;
-	}
-	xs = calloc(fl->n_nodes, sizeof(*xs));
-	if (!xs)
-		return -ENOMEM;
-	scale = (double)(SVG_WIDTH - 2 * SVG_PAD) / (double)total;
-	xs[0] = SVG_PAD;
-	for (n = fl->nodes[0].child; n; n = walk_next(fl, n, draw)) {
-		const struct flame_node *d = &fl->nodes[n];
-		double w = (double)d->total * scale;
-
-		/* a first child starts where its parent does; a sibling after the previous one */
-		if (fl->nodes[d->parent].child == n)
-			xs[n] = xs[d->parent];
-		if (d->sibling)
-			xs[d->sibling] = xs[n] + w;
-		/* negative values (a diff) have no width to draw */
-		draw = d->total > 0 && w >= SVG_MIN_W;
-		if (draw)
-			put_frame(f, fl, n, xs[n], w,
-				  (double)(height - SVG_BOTTOM - (int)d->depth * SVG_FRAME_H), total);
-	}
-	free(xs);
-end:
-	fputs("</svg>\n", f);
-	return stream_status(f);
-}
-
-int prof_flame_svg(const struct prof_rd_profile *p, size_t type, const char *title,
-		   unsigned flags, FILE *f)
-{
-	struct flame fl;
-	int ret;
-
-	ret = flame_build(&fl, p, type, flags);
-	if (ret < 0)
-		return ret;
-	ret = write_svg(&fl, p, type, title, f);
-	flame_free(&fl);
+	prof_flame_tree_free(&fl);
 	return ret;
 }
 
@@ -798,53 +458,4 @@ int prof_flame_svg_file(const struct prof_rd_profile *p, size_t type, const char
 	if (type >= p->n_sample_types)
 		return -EINVAL;
 	return prof_atomic_write(path, run_job, &j);
-}
-
-/* ---- from a builder ---------------------------------------------------- */
-
-/* The encoded profile, grown as protobuf-c appends to it. */
-struct mem_sink {
-	ProtobufCBuffer base;	/* first: protobuf-c calls back with &base */
-	uint8_t *data;
-	size_t len, cap;
-	bool nomem;
-};
-
-static void mem_append(ProtobufCBuffer *buffer, size_t len, const uint8_t *data)
-{
-	struct mem_sink *k = (struct mem_sink *)buffer;
-	size_t cap;
-	uint8_t *t;
-
-	if (k->nomem)
-		return;
-	if (k->len + len > k->cap) {
-		for (cap = k->cap ? k->cap : 64 * 1024; cap < k->len + len; cap *= 2)
-			;
-		t = realloc(k->data, cap);
-		if (!t) {
-			k->nomem = true;
-			return;
-		}
-		k->data = t;
-		k->cap = cap;
-	}
-	memcpy(k->data + k->len, data, len);
-	k->len += len;
-}
-
-int prof_builder_to_rd(struct prof_builder *b, struct prof_rd_profile **out)
-{
-	struct mem_sink k = { .base.append = mem_append };
-	int ret;
-
-	/* uncompressed: prof_rd_buffer reads plain protobuf as well, and
-	 * gzip would only cost time on both sides */
-	ret = prof_builder_pack(b, &k.base);
-	if (!ret && k.nomem)
-		ret = -ENOMEM;
-	if (!ret)
-		ret = prof_rd_buffer(k.data, k.len, out);
-	free(k.data);
-	return ret;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Flame graphs of a profile read back (reader.h): the collapsed ("folded")
+ * Flame graphs of a profile read back (reader.h) or of one under
+ * construction (prof_builder_view): the collapsed ("folded")
  * stacks text that flamegraph.pl and speedscope read, and a self-contained
  * interactive SVG.
  *
@@ -19,8 +20,6 @@
 #include <stdio.h>
 
 #include "profile/reader.h"
-
-struct prof_builder;
 
 enum {
 	/* The sample's thread_name label, when it has one, as the root frame. */
@@ -55,12 +54,5 @@ int prof_flame_svg_fd(const struct prof_rd_profile *p, size_t type, const char *
 		      unsigned flags, int fd);
 int prof_flame_svg_file(const struct prof_rd_profile *p, size_t type, const char *path,
 			const char *title);
-
-/*
- * Encodes the profile under construction in b and decodes it with
- * prof_rd_buffer, for the writers above; b is left unchanged.  *out is freed
- * with prof_rd_free.  Returns 0, -ENOMEM or prof_rd_buffer's error.
- */
-int prof_builder_to_rd(struct prof_builder *b, struct prof_rd_profile **out);
 
 #endif

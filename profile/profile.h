@@ -87,6 +87,17 @@ struct ProtobufCBuffer;
  */
 int prof_builder_pack(struct prof_builder *b, struct ProtobufCBuffer *out);
 
+struct prof_rd_profile;
+
+/*
+ * The profile under construction as the reader's structs (reader.h), for
+ * flame graphs and reports of a live session without encoding and decoding
+ * it.  The view points into b: b must outlive it and not change meanwhile.
+ * Free it with prof_rd_free.  Returns 0, -EINVAL (no sample types) or
+ * -ENOMEM.
+ */
+int prof_builder_view(const struct prof_builder *b, struct prof_rd_profile **out);
+
 /* Serializes and gzips the profile to fd.  Returns 0 or -errno. */
 int prof_write_fd(struct prof_builder *b, int fd);
 

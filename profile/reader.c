@@ -14,6 +14,7 @@
 #include <zlib.h>
 
 #include "profile/profile.pb-c.h"
+#include "profile/reader-impl.h"
 #include "profile/reader.h"
 
 /*
@@ -21,21 +22,6 @@
  * largest real ones (hours of many threads) stay well below.
  */
 #define RD_MAX_DECODED ((size_t)1 << 31)
-
-/* Everything the public struct points into; freed together. */
-struct rd_owner {
-	struct prof_rd_profile pub;	/* first: prof_rd_free casts back */
-	Perftools__Profiles__Profile *msg;	/* owns the strings and values */
-	struct prof_rd_value_type *types;
-	struct prof_rd_function *functions;
-	struct prof_rd_mapping *mappings;
-	struct prof_rd_location *locations;
-	struct prof_rd_line *lines;
-	const struct prof_rd_location **sample_locs;
-	struct prof_rd_label *labels;
-	struct prof_rd_sample *samples;
-	const char **comments;
-};
 
 /*
  * pprof allows any non-zero ids; writers (Go, cprof) use 1..N in array
@@ -183,7 +169,7 @@ out:
 }
 
 /* Fills the public struct from the decoded message; o->msg is set. */
-static int resolve(struct rd_owner *o, const char **why)
+static int resolve(struct prof_rd_owner *o, const char **why)
 {
 	const Perftools__Profiles__Profile *m = o->msg;
 	struct prof_rd_profile *p = &o->pub;
@@ -385,7 +371,7 @@ static int rd_buffer(const void *data, size_t len, struct prof_rd_profile **out,
 {
 	const unsigned char *in = data;
 	unsigned char *plain = NULL;
-	struct rd_owner *o = NULL;
+	struct prof_rd_owner *o = NULL;
 	int ret = 0;
 
 	if (len == 0)
@@ -518,7 +504,7 @@ int prof_rd_file(const char *path, struct prof_rd_profile **out)
 
 void prof_rd_free(struct prof_rd_profile *p)
 {
-	struct rd_owner *o = (struct rd_owner *)p;
+	struct prof_rd_owner *o = (struct prof_rd_owner *)p;
 
 	if (!o)
 		return;

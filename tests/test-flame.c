@@ -16,7 +16,9 @@
 #include <unistd.h>
 
 #include "profile/flame.h"
+#include "profile/profile.h"
 #include "profile/reader.h"
+#include "profile/report.h"
 
 static int failures;
 static char tmpdir[] = "/tmp/cprof-test-flame.XXXXXX";
@@ -408,6 +410,131 @@ static void test_files(void)
 	}
 }
 
+/* ---- a live profile: the builder's view against the same profile read back -- */
+
+/* A small profile with inlining, an address-only frame, labels, a bad name. */
+static struct prof_builder *build_live(void)
+{
+	static const struct prof_value_type vtypes[] = { { "samples", "count" },
+							{ "cpu", "nanoseconds" } };
+	const struct prof_mapping m = { .start = 0x1000, .limit = 0x9000, .filename = "/bin/t" };
+	const struct prof_line l_main = { "main", NULL, "t.c", 1, 10 };
+	const struct prof_line l_inl[] = { { "inl", NULL, "t.c", 20, 21 },
+					   { "work", NULL, "t.c", 30, 33 } };
+	const struct prof_line l_bad = { "b\xff" "d;x", NULL, "t.c", 40, 41 };
+	const struct prof_label lab[] = { { .key = "thread_name", .str = "w1" },
+					  { .key = "n", .num = 3, .num_unit = "bytes" } };
+	struct prof_builder *b = NULL;
+	uint64_t mid, loc[4], stack[3];
+	const int64_t v1[] = { 1, 100 }, v2[] = { 2, 250 }, v3[] = { 1, 0 };
+	int err;
+
+	err = prof_builder_create(&b, vtypes, 2, vtypes[1], 10000000);
+	if (!err)
+		err = prof_add_mapping(b, &m, &mid);
+	if (!err)
+		err = prof_add_location(b, mid, 0x1100, &l_main, 1, &loc[0]);
+	if (!err)
+		err = prof_add_location(b, mid, 0x1200, l_inl, 2, &loc[1]);
+	if (!err)
+		err = prof_add_location(b, mid, 0x1300, &l_bad, 1, &loc[2]);
+	if (!err)
+		err = prof_add_location(b, mid, 0x1400, NULL, 0, &loc[3]);
+	stack[0] = loc[1], stack[1] = loc[0];
+	if (!err)
+		err = prof_add_sample(b, stack, 2, v1, lab, 2);
+	if (!err)
+		err = prof_add_sample(b, stack, 2, v2, NULL, 0);
+	stack[0] = loc[2], stack[1] = loc[3], stack[2] = loc[0];
+	if (!err)
+		err = prof_add_sample(b, stack, 3, v2, lab, 1);
+	if (!err)
+		err = prof_add_sample(b, stack, 1, v3, NULL, 0);
+	if (!err)
+		err = prof_add_comment(b, "a comment");
+	if (err) {
+		prof_builder_destroy(b);
+		return NULL;
+	}
+	return b;
+}
+
+/* The report of p as text, one row a line, for comparing two reports. */
+static char *report_text(const struct prof_rd_profile *p, size_t type)
+{
+	struct prof_rpt *r = NULL;
+	char *buf = NULL;
+	size_t len = 0, i;
+	FILE *f;
+
+	if (prof_rpt_build(p, type, PROF_RPT_FUNCTION, &r) < 0)
+		return NULL;
+	f = open_memstream(&buf, &len);
+	if (f) {
+		fprintf(f, "total %lld\n", (long long)r->total);
+		for (i = 0; i < r->n_rows; i++)
+			fprintf(f, "%s %s %lld %lld %d %d\n", r->rows[i].name, r->rows[i].file,
+				(long long)r->rows[i].flat, (long long)r->rows[i].cum,
+				r->rows[i].inlined, r->rows[i].partly_inlined);
+		fclose(f);
+	}
+	prof_rpt_free(r);
+	return buf;
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return a && b && strcmp(a, b) == 0;
+}
+
+static void test_view(void)
+{
+	struct prof_builder *b = build_live();
+	struct prof_rd_profile *view = NULL, *back = NULL;
+	char path[sizeof(tmpdir) + 16], *x, *y;
+	size_t t;
+	int ret;
+
+	check(b != NULL, "view: the live profile builds");
+	if (!b)
+		return;
+	ret = prof_builder_view(b, &view);
+	check(ret == 0 && view, "view: prof_builder_view returns 0 (%d)", ret);
+	snprintf(path, sizeof(path), "%s/live.pb.gz", tmpdir);
+	ret = prof_write_file(b, path);
+	if (!ret)
+		ret = prof_rd_file(path, &back);
+	check(ret == 0 && back, "view: the same profile written and read back (%d)", ret);
+	if (!view || !back)
+		goto out;
+	check(view->n_samples == back->n_samples && view->n_sample_types == back->n_sample_types &&
+	      view->default_type == back->default_type && view->period == back->period &&
+	      view->n_comments == 1 && strcmp(view->comments[0], back->comments[0]) == 0,
+	      "view: samples, types, period and comments as read back");
+	for (t = 0; t < 2; t++) {
+		x = capture(prof_flame_collapsed, view, t, PROF_FLAME_THREADS, &ret);
+		y = capture(prof_flame_collapsed, back, t, PROF_FLAME_THREADS, &ret);
+		check(same_text(x, y) && strlen(x) > 0,
+		      "view: collapsed stacks of type %zu equal those read back", t);
+		free(x);
+		free(y);
+		x = report_text(view, t);
+		y = report_text(back, t);
+		check(same_text(x, y), "view: the report of type %zu equals the one read back", t);
+		free(x);
+		free(y);
+	}
+	x = capture(svg_writer, view, 1, 0, &ret);
+	y = capture(svg_writer, back, 1, 0, &ret);
+	check(same_text(x, y), "view: the SVG equals the one read back");
+	free(x);
+	free(y);
+out:
+	prof_rd_free(view);
+	prof_rd_free(back);
+	prof_builder_destroy(b);
+}
+
 static int remove_tree(const char *dir)
 {
 	char cmd[sizeof(tmpdir) + 16];
@@ -426,6 +553,7 @@ int main(void)
 	test_collapsed();
 	test_svg();
 	test_files();
+	test_view();
 	if (failures) {
 		printf("# %d failed; files kept in %s\n", failures, tmpdir);
 		return 1;
