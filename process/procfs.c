@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/utf8.h"
 #include "process/procfs.h"
 
 /* Generated at build time from <asm/unistd_64.h>: [nr] = "name", ... */
@@ -43,29 +44,6 @@ static ssize_t pread_all(int fd, char *buf, size_t size)
 	return r;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most len bytes), 0 if invalid. */
-static size_t utf8_seq_len(const unsigned char *s, size_t len)
-{
-	size_t n, i;
-
-	if (s[0] < 0x80)
-		return 1;
-	if ((s[0] & 0xe0) == 0xc0 && s[0] >= 0xc2)
-		n = 2;
-	else if ((s[0] & 0xf0) == 0xe0)
-		n = 3;
-	else if ((s[0] & 0xf8) == 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	if (n > len)
-		return 0;
-	for (i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
 void procfs_sanitize_name(char *dst, size_t n, const char *src, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)src;
@@ -74,7 +52,7 @@ void procfs_sanitize_name(char *dst, size_t n, const char *src, size_t len)
 	if (!n)
 		return;
 	while (i < len && o + 1 < n) {
-		k = utf8_seq_len(s + i, len - i);
+		k = cprof_utf8_seq_len(s + i, len - i);
 		if (k == 1 && !isprint(s[i]))
 			k = 0;
 		if (k == 0) {

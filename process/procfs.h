@@ -35,6 +35,13 @@ struct procfs_sched {
 };
 int procfs_read_sched(int fd, struct procfs_sched *sc);
 
+/* Whether two schedstat reads of one thread say it did not run between
+ * them (its run time and its count of timeslices are unchanged). */
+static inline bool procfs_sched_same(const struct procfs_sched *a, const struct procfs_sched *b)
+{
+	return a->run_ns == b->run_ns && a->slices == b->slices;
+}
+
 /*
  * /proc/PID/task/TID/syscall: for a thread that is not running, the system
  * call it is in (nr -1 when none) with its arguments, and its user stack

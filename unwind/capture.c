@@ -3,13 +3,12 @@
 #include "config.h"
 
 #include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "unwind/capture.h"
 #include "unwind/tracer.h"
 
@@ -30,7 +29,6 @@ struct cap_ctx {
 	struct cap_priv *p;
 	struct tracer *t;
 	struct remote_unwinder *u;
-	int ret;
 };
 
 static int cmp_tid(const void *a, const void *b)
@@ -178,7 +176,6 @@ static void read_blocked(struct cap_ctx *x)
 		struct capture_thread *ct = &x->c->threads[i];
 		struct cap_priv *p = &x->p[i];
 		struct procfs_stat st;
-		struct procfs_syscall sc;
 
 		if (p->stat_fd < 0 || procfs_read_stat(p->stat_fd, &st) < 0)
 			continue;	/* gone: stays CAPTURE_NONE, -ESRCH */
@@ -190,16 +187,12 @@ static void read_blocked(struct cap_ctx *x)
 			continue;
 		ct->cpu_ns = p->sched.run_ns;
 		ct->err = 0;
-		if (p->syscall_fd < 0 || procfs_read_syscall(p->syscall_fd, &sc) < 0 ||
-		    sc.running || st.state == 'R') {
-			p->want_stop = true;
-			continue;
-		}
-		ct->syscall_nr = sc.nr;
-		if (sc.nr < 0 || snap_capture_blocked(&ct->snap, x->c->pid, ct->tid, sc.sp, sc.pc,
-						      &x->c->maps) < 0) {
-			/* Not in a system call (e.g. job-control stopped at
-			 * an arbitrary instruction): every register matters. */
+		/* Running, or not in a system call (e.g. job-control
+		 * stopped at an arbitrary instruction): every register
+		 * matters, so it is stopped instead. */
+		if (st.state == 'R' || p->syscall_fd < 0 ||
+		    snap_capture_in_place(&ct->snap, x->c->pid, ct->tid, p->syscall_fd, &x->c->maps,
+					  &ct->syscall_nr) < 0) {
 			p->want_stop = true;
 			continue;
 		}
@@ -212,38 +205,19 @@ static void read_blocked(struct cap_ctx *x)
 	}
 }
 
-static int wait_stops(struct cap_ctx *x)
+/* A stop that does not come in time leaves its thread uncaptured; the
+ * others are not held for it past STOP_WAIT_NS. */
+static void wait_stops(struct cap_ctx *x)
 {
-	uint64_t deadline = tracer_now_ns() + STOP_WAIT_NS;
-	int r;
-
-	while (tracer_pending_count(x->t) > 0) {
-		uint64_t now = tracer_now_ns();
-
-		if (now >= deadline)
-			return -ETIMEDOUT;
-		r = tracer_poll(x->t, deadline - now);
-		if (r < 0)
-			return r;
-		if (r & TRACER_EV_GONE)
-			return -ESRCH;
-	}
-	return 0;
+	tracer_wait_stops(x->t, STOP_WAIT_NS);
 }
 
 static void interrupt_thread(struct cap_ctx *x, size_t i)
 {
-	size_t j, n = tracer_thread_count(x->t);
+	struct tracer_thread *th = tracer_find_thread(x->t, x->c->threads[i].tid);
 
-	for (j = 0; j < n; j++) {
-		struct tracer_thread *th = tracer_thread_at(x->t, j);
-
-		if (th->tid == x->c->threads[i].tid) {
-			if (tracer_interrupt(x->t, th) == 0)
-				x->c->n_stopped++;
-			return;
-		}
-	}
+	if (th && tracer_interrupt(x->t, th) == 0)
+		x->c->n_stopped++;
 }
 
 /* Interrupts every thread marked want_stop and waits for their stops: they
@@ -257,7 +231,7 @@ static uint64_t stop_wanted(struct cap_ctx *x)
 		if (!x->p[i].want_stop)
 			continue;
 		if (!t0)
-			t0 = tracer_now_ns();
+			t0 = cprof_now_ns();
 		interrupt_thread(x, i);
 	}
 	if (t0)
@@ -277,7 +251,7 @@ static size_t recheck_blocked(struct cap_ctx *x)
 		if (x->c->threads[i].how != CAPTURE_BLOCKED)
 			continue;
 		if (procfs_read_sched(x->p[i].sched_fd, &now) == 0 &&
-		    now.run_ns == x->p[i].sched.run_ns && now.slices == x->p[i].sched.slices)
+		    procfs_sched_same(&now, &x->p[i].sched))
 			continue;
 		x->c->threads[i].how = CAPTURE_NONE;
 		x->p[i].want_stop = true;
@@ -304,7 +278,7 @@ static void stop_phase(struct cap_ctx *x)
 
 	t0 = stop_wanted(x);
 	tracer_resume_held(x->t);
-	freeze = t0 ? tracer_now_ns() - t0 : 0;
+	freeze = t0 ? cprof_now_ns() - t0 : 0;
 	if (!recheck_blocked(x)) {
 		c->freeze_ns = freeze;
 		return;
@@ -321,36 +295,30 @@ static void stop_phase(struct cap_ctx *x)
 		wait_stops(x);
 	}
 	tracer_resume_held(x->t);
-	if (t0 && tracer_now_ns() - t0 > freeze)
-		freeze = tracer_now_ns() - t0;
+	if (t0 && cprof_now_ns() - t0 > freeze)
+		freeze = cprof_now_ns() - t0;
 	c->freeze_ns = freeze;
 }
 
-static void *capture_main(void *arg)
+/* On the tracing thread, every thread seized (tracer_run). */
+static int capture_main(struct tracer *t, void *arg)
 {
 	struct cap_ctx *x = arg;
-	struct tracer_stats ts;
 
-	tracer_boost_thread();
-	x->ret = tracer_attach(&x->t, x->c->pid, &cap_ops, x);
-	if (x->ret < 0)
-		return NULL;
+	x->t = t;
 	x->c->attached = true;
-	tracer_set_spin(x->t, 1000000);
+	tracer_set_spin(t, 1000000);
 	read_blocked(x);
 	stop_phase(x);
-	tracer_release(x->t, &ts);
-	x->c->stopped_ns = ts.stop_ns_total;
-	/* Returning ends this thread: the kernel detaches the target here. */
-	return NULL;
+	x->t = NULL;
+	return 0;
 }
 
 int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 {
 	struct cap_ctx x = { .c = c, .o = o };
-	uint64_t start = tracer_now_ns();
-	pthread_t th;
-	sigset_t mask;
+	uint64_t start = cprof_now_ns();
+	struct tracer_stats ts;
 	size_t i;
 	int ret;
 
@@ -372,21 +340,10 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 	if (ret < 0)
 		goto out;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	ret = -pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	ret = tracer_run(pid, &cap_ops, &x, capture_main, &ts, NULL);
 	if (ret < 0)
 		goto out;
-	ret = -pthread_create(&th, NULL, capture_main, &x);
-	if (ret < 0)
-		goto out;
-	pthread_join(th, NULL);
-	ret = x.ret;
-	if (ret < 0)
-		goto out;
+	c->stopped_ns = ts.stop_ns_total;
 	/* The stopped threads run again already; unwind their copies now. */
 	for (i = 0; i < c->n; i++) {
 		if (c->threads[i].how == CAPTURE_STOPPED)
@@ -398,7 +355,7 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 	for (i = 0; i < c->n; i++)
 		c->n_blocked += c->threads[i].how == CAPTURE_BLOCKED;
 out:
-	c->wall_ns = tracer_now_ns() - start;
+	c->wall_ns = cprof_now_ns() - start;
 	remote_destroy(x.u);
 	if (x.p) {
 		for (i = 0; i < c->n; i++) {

@@ -188,14 +188,6 @@ static bool is_return_address(struct remote_unwinder *u, uint64_t ra)
 	return false;
 }
 
-static bool snap_word(const struct snap *s, uint64_t addr, uint64_t *v)
-{
-	if (addr < s->stack_start || addr + 8 > s->stack_start + s->stack_len)
-		return false;
-	memcpy(v, s->stack + (addr - s->stack_start), 8);
-	return true;
-}
-
 /* A frame record at v: [v] the caller's frame pointer, [v+8] a return
  * address; followed for depth more records. */
 static bool frame_record(struct remote_unwinder *u, uint64_t v, int depth)
@@ -429,7 +421,7 @@ int remote_create(struct remote_unwinder **out, pid_t pid, const struct proc_mod
 	if (!u->as)
 		goto err_pages;
 	/* Global caching: libunwind then remembers each ip's register rules
-	 * and skips find_proc_info for ips it has seen (NOTES: 25x faster). */
+	 * and skips find_proc_info for ips it has seen (doc/ptrace.md). */
 	unw_set_caching_policy(u->as, UNW_CACHE_GLOBAL);
 	*out = u;
 	return 0;

@@ -4,8 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "process/maps.h"
 #include "process/procfs.h"
 #include "unwind/sampler.h"
@@ -70,18 +69,21 @@ struct sampler {
 	int pending_events;	/* TRACER_EV_* seen while waiting for stops */
 	bool holding;		/* on_stop holds threads (--stop process, gathering) */
 	bool stop;		/* sampler_stop(): atomic builtins only */
-	int session_ret;
+	int error;		/* -ENOMEM met in a callback: ends the session */
 	struct sampler_stats stats;
 };
 
+/* Returns the new label (1..N), or 0 with s->error set: out of memory. */
 static uint32_t add_label(struct sampler *s, pid_t tid, const char *name)
 {
 	if (s->n_labels == s->cap_labels) {
 		size_t cap = s->cap_labels ? s->cap_labels * 2 : 64;
 		struct label *nv = realloc(s->labels, cap * sizeof(*nv));
 
-		if (!nv)
+		if (!nv) {
+			s->error = -ENOMEM;
 			return 0;
+		}
 		s->labels = nv;
 		s->cap_labels = cap;
 	}
@@ -105,7 +107,7 @@ static int refresh_maps(struct sampler *s)
 
 	if (ret < 0)
 		return ret;
-	s->maps_read_ns = tracer_now_ns();
+	s->maps_read_ns = cprof_now_ns();
 	ret = proc_modules_update(s->mods, &s->maps);
 	remote_flush(s->unwinder);
 	return ret < 0 ? ret : 0;
@@ -128,8 +130,10 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 		return;
 	}
 	st = calloc(1, sizeof(*st));
-	if (!st)
-		return;		/* such a thread is never sampled */
+	if (!st) {
+		s->error = -ENOMEM;	/* ends the session at the next tick */
+		return;
+	}
 	st->syscall_fd = -1;
 	th->user = st;
 	/* CPU used before we saw the thread is not ours to attribute. */
@@ -211,7 +215,11 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	if (!st || (group_stopped && s->o.mode == SAMPLER_CPU))
 		return false;
 	sn = next_snap(s);
-	if (!sn || snap_capture(sn, s->o.pid, th->tid, &th->regs, &s->maps) < 0)
+	if (!sn) {
+		s->error = -ENOMEM;
+		return false;
+	}
+	if (snap_capture(sn, s->o.pid, th->tid, &th->regs, &s->maps) < 0)
 		return false;
 	if (pc_unknown(s, sn->regs.rip) && proc_maps_read(s->o.pid, &s->stop_maps) == 0) {
 		/* Still stopped: a library mapped for a moment (dlopen and
@@ -221,7 +229,7 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 		 * per sample whose pc is in code nobody knows yet (never for
 		 * JIT code in anonymous memory, see pc_unknown). */
 		s->stop_maps_valid = true;
-		s->maps_read_ns = tracer_now_ns();
+		s->maps_read_ns = cprof_now_ns();
 	}
 	sn->cpu_ns = st->seen_run_ns - st->sampled_run_ns;
 	sn->key = st->label;
@@ -273,7 +281,7 @@ static bool needs_maps_retry(const struct sampler *s, const struct snap *sn,
 {
 	size_t i;
 
-	if (tracer_now_ns() - s->maps_read_ns < MAPS_MIN_NS)
+	if (cprof_now_ns() - s->maps_read_ns < MAPS_MIN_NS)
 		return false;
 	if (sn->sp_unmapped)
 		return true;
@@ -340,24 +348,6 @@ static int add_sample(struct sampler *s, uint32_t label, const struct prof_frame
 	return 0;
 }
 
-static struct tracer_thread *thread_by_tid(struct sampler *s, pid_t tid)
-{
-	size_t i, n;
-
-	/* The last snapshots are unwound after the tracer is released. */
-	if (!s->tracer)
-		return NULL;
-	n = tracer_thread_count(s->tracer);
-
-	for (i = 0; i < n; i++) {
-		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
-
-		if (th->tid == tid)
-			return th;
-	}
-	return NULL;
-}
-
 /* Wall mode keeps each thread's last stack, to reuse while it does not run. */
 static void remember(struct sampler *s, struct tracer_thread *th, const struct prof_frame *f,
 		     size_t n)
@@ -401,7 +391,7 @@ static int process_snaps(struct sampler *s)
 		if (!n)
 			continue;
 		s->stats.ends[end]++;
-		remember(s, thread_by_tid(s, sn->tid), s->frames, n);
+		remember(s, tracer_find_thread(s->tracer, sn->tid), s->frames, n);
 		ret = add_sample(s, sn->key, s->frames, n,
 				 s->o.mode == SAMPLER_WALL ? s->period_ns : sn->cpu_ns);
 		if (ret < 0)
@@ -409,11 +399,6 @@ static int process_snaps(struct sampler *s)
 	}
 	s->n_snaps = 0;
 	return 0;
-}
-
-static bool same_sched(const struct procfs_sched *a, const struct procfs_sched *b)
-{
-	return a->run_ns == b->run_ns && a->slices == b->slices;
 }
 
 /*
@@ -425,12 +410,11 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 			    const struct procfs_sched *now, char state)
 {
 	struct samp_thread *st = th->user;
-	struct procfs_syscall sc;
 	struct procfs_sched after;
 	enum remote_end end;
 	size_t n;
 
-	if (st->have_last && same_sched(&st->captured, now)) {
+	if (st->have_last && procfs_sched_same(&st->captured, now)) {
 		s->stats.samples_reused++;
 		return add_sample(s, st->label, st->last_frames, st->n_last, s->period_ns) == 0;
 	}
@@ -438,17 +422,15 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 		return false;
 	if (st->syscall_fd < 0)
 		st->syscall_fd = procfs_open_task(s->o.pid, th->tid, "syscall");
-	if (st->syscall_fd < 0 || procfs_read_syscall(st->syscall_fd, &sc) < 0 || sc.running ||
-	    sc.nr < 0)
-		return false;
-	if (snap_capture_blocked(&s->blocked, s->o.pid, th->tid, sc.sp, sc.pc, &s->maps) < 0)
+	if (st->syscall_fd < 0 ||
+	    snap_capture_in_place(&s->blocked, s->o.pid, th->tid, st->syscall_fd, &s->maps, NULL) < 0)
 		return false;
 	n = unwind_snap(s, &s->blocked, &end);
 	if (!n || end == REMOTE_END_NEED_REGS)
 		return false;
 	/* Did it run while we read its stack?  Then the copy may mix two
 	 * moments: stop it instead. */
-	if (procfs_read_sched(th->schedstat_fd, &after) < 0 || !same_sched(&after, now))
+	if (procfs_read_sched(th->schedstat_fd, &after) < 0 || !procfs_sched_same(&after, now))
 		return false;
 	st->captured = *now;
 	s->stats.samples_unstopped++;
@@ -483,7 +465,7 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 		st->seen_run_ns = sc.run_ns;
 		return true;
 	}
-	if (st->have_last && same_sched(&st->captured, &sc)) {
+	if (st->have_last && procfs_sched_same(&st->captured, &sc)) {
 		sample_in_place(s, th, &sc, 'S');
 		return false;
 	}
@@ -502,21 +484,11 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
  * main loop). */
 static int wait_stops_for(struct sampler *s, uint64_t ns)
 {
-	uint64_t deadline = tracer_now_ns() + ns;
-	int r;
+	int r = tracer_wait_stops(s->tracer, ns);
 
-	while (tracer_pending_count(s->tracer) > 0) {
-		uint64_t now = tracer_now_ns();
-
-		if (now >= deadline)
-			break;
-		r = tracer_poll(s->tracer, deadline - now);
-		if (r < 0)
-			return r;
-		s->pending_events |= r;
-		if (r & TRACER_EV_GONE)
-			break;
-	}
+	if (r < 0)
+		return r;
+	s->pending_events |= r;
 	return 0;
 }
 
@@ -552,12 +524,12 @@ static int tick(struct sampler *s)
 	if (s->o.stop == SAMPLER_STOP_PROCESS) {
 		/* Hold the copied threads until all are copied, but not for
 		 * long: a thread that finds no CPU to reach its stop on would
-		 * otherwise keep the others stopped (measured under load: a
-		 * median stop of 19 ms, the whole wait).  Past HOLD_MAX_NS the
+		 * otherwise keep the others stopped for the whole wait on a
+		 * loaded machine.  Past HOLD_MAX_NS the
 		 * held ones run, and late stops are resumed as they come. */
 		s->holding = true;
 		for (i = 0; i < chosen; i++) {
-			struct tracer_thread *th = thread_by_tid(s, s->pick[i]);
+			struct tracer_thread *th = tracer_find_thread(s->tracer, s->pick[i]);
 
 			if (th)
 				tracer_interrupt(s->tracer, th);
@@ -569,7 +541,7 @@ static int tick(struct sampler *s)
 			r = wait_stops(s);
 	} else {
 		for (i = 0; i < chosen && r >= 0; i++) {
-			struct tracer_thread *th = thread_by_tid(s, s->pick[i]);
+			struct tracer_thread *th = tracer_find_thread(s->tracer, s->pick[i]);
 
 			if (!th)
 				continue;
@@ -581,7 +553,8 @@ static int tick(struct sampler *s)
 	}
 	if (r < 0)
 		return r;
-	return process_snaps(s);
+	r = process_snaps(s);
+	return r < 0 ? r : s->error;
 }
 
 int sampler_create(struct sampler **out, const struct sampler_opts *o)
@@ -646,18 +619,14 @@ void sampler_destroy(struct sampler *s)
 	free(s);
 }
 
-static int session_attach(struct sampler *s)
+/* Right after every thread is seized, before the first tick. */
+static int session_start(struct sampler *s)
 {
-	struct timespec ts;
 	int ret;
 
-	ret = tracer_attach(&s->tracer, s->o.pid, &sampler_ops, s);
-	if (ret < 0)
-		return ret;
 	s->stats.attached = true;
 	tracer_set_fraction_floor(s->tracer, s->period_ns);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	s->stats.start_realtime_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	s->stats.start_realtime_ns = (uint64_t)cprof_realtime_ns();
 	ret = refresh_maps(s);
 	if (ret < 0)
 		return ret;
@@ -668,7 +637,14 @@ static int session_attach(struct sampler *s)
 
 #define PROGRESS_NS 250000000u
 
-static uint64_t thread_cpu_ns(void);
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* The live numbers the session keeps only at its end, then the callback. */
 static void report_progress(struct sampler *s, uint64_t start, uint64_t cpu0, uint64_t now)
@@ -682,7 +658,7 @@ static void report_progress(struct sampler *s, uint64_t start, uint64_t cpu0, ui
 static int session_loop(struct sampler *s)
 {
 	uint64_t period = s->period_ns;
-	uint64_t start = tracer_now_ns(), next = start, now, wait;
+	uint64_t start = cprof_now_ns(), next = start, now, wait;
 	uint64_t deadline = s->o.duration_ns ? start + s->o.duration_ns : UINT64_MAX;
 	/* the first report after one interval: at 0 s there is nothing to say,
 	 * and the CPU share of a few microseconds is noise */
@@ -691,7 +667,7 @@ static int session_loop(struct sampler *s)
 	int r = 0;
 
 	for (;;) {
-		now = tracer_now_ns();
+		now = cprof_now_ns();
 		if (now >= deadline)
 			break;
 		if (now >= next_progress) {
@@ -704,7 +680,7 @@ static int session_loop(struct sampler *s)
 				break;
 			s->stats.ticks++;
 			next += period;
-			now = tracer_now_ns();
+			now = cprof_now_ns();
 			if (next <= now) {
 				uint64_t behind = (now - next) / period + 1;
 
@@ -735,65 +711,38 @@ static int session_loop(struct sampler *s)
 			break;
 		}
 	}
-	s->stats.elapsed_ns = tracer_now_ns() - start;
+	s->stats.elapsed_ns = cprof_now_ns() - start;
 	return r < 0 ? r : 0;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void *session_main(void *arg)
+/* The session on the tracing thread, every thread seized (tracer_run). */
+static int session_main(struct tracer *t, void *arg)
 {
 	struct sampler *s = arg;
-	uint64_t cpu0 = thread_cpu_ns();
 	int ret;
 
-	s->stats.boosted = tracer_boost_thread();
-
-	ret = session_attach(s);
+	s->tracer = t;
+	ret = session_start(s);
 	if (ret == 0)
 		ret = session_loop(s);
-	if (s->tracer) {
-		/* Stops that arrived after the last tick are still samples. */
-		tracer_poll(s->tracer, 0);
-		tracer_release(s->tracer, &s->stats.tracer);
-		s->tracer = NULL;
-		process_snaps(s);
-	}
-	s->stats.cprof_cpu_ns = thread_cpu_ns() - cpu0;
-	s->session_ret = ret;
-	/* Returning ends this thread: the kernel detaches the target here. */
-	return NULL;
+	/* Stops that arrived after the last tick are still samples. */
+	tracer_poll(t, 0);
+	s->tracer = NULL;
+	return ret;
 }
 
 int sampler_session(struct sampler *s)
 {
-	pthread_t th;
-	sigset_t mask;
-	int ret;
+	uint64_t cpu0;
+	int ret, r;
 
-	/* Blocked here first, so no thread of cprof takes them by default
-	 * action; the session thread inherits the mask and reads them from
-	 * its signalfd. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	ret = pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	if (ret)
-		return -ret;
-	ret = pthread_create(&th, NULL, session_main, s);
-	if (ret)
-		return -ret;
-	pthread_join(th, NULL);
-	return s->session_ret;
+	ret = tracer_run(s->o.pid, &sampler_ops, s, session_main, &s->stats.tracer, NULL);
+	s->stats.boosted = s->stats.tracer.boosted;
+	/* The tracer let go: unwind the copies still waiting. */
+	cpu0 = thread_cpu_ns();
+	r = process_snaps(s);
+	s->stats.cprof_cpu_ns = s->stats.tracer.thread_cpu_ns + (thread_cpu_ns() - cpu0);
+	return ret < 0 ? ret : r;
 }
 
 void sampler_stop(struct sampler *s)

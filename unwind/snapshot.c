@@ -9,6 +9,7 @@
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 
+#include "process/procfs.h"
 #include "unwind/snapshot.h"
 
 int snap_init(struct snap *s, size_t cap)
@@ -84,4 +85,24 @@ int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint
 	s->regs.rsp = sp;
 	s->regs.rip = pc;
 	return copy_stack(s, pid, maps);
+}
+
+int snap_capture_in_place(struct snap *s, pid_t pid, pid_t tid, int syscall_fd,
+			  const struct proc_maps *maps, long *nr)
+{
+	struct procfs_syscall sc;
+	int ret;
+
+	if (nr)
+		*nr = -1;
+	ret = procfs_read_syscall(syscall_fd, &sc);
+	if (ret < 0)
+		return ret;
+	if (sc.running)
+		return -EAGAIN;
+	if (nr)
+		*nr = sc.nr;
+	if (sc.nr < 0)
+		return -EAGAIN;
+	return snap_capture_blocked(s, pid, tid, sc.sp, sc.pc, maps);
 }

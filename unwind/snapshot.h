@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 #include <sys/user.h>
 
@@ -52,6 +53,27 @@ int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_st
  */
 int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
 			 const struct proc_maps *maps);
+
+/*
+ * Reads a thread that is blocked in a system call, without stopping it:
+ * its SP and PC from /proc/PID/task/TID/syscall (syscall_fd, open on that
+ * file), then its stack as snap_capture_blocked does.  *nr (may be NULL)
+ * gets the system call number.  Returns 0; -EAGAIN when the thread is
+ * running or not in a system call (it must be stopped to be read); or
+ * -errno.  The caller re-reads schedstat afterwards (procfs_sched_same)
+ * to know that the copy is of one instant.
+ */
+int snap_capture_in_place(struct snap *s, pid_t pid, pid_t tid, int syscall_fd,
+			  const struct proc_maps *maps, long *nr);
+
+/* The 8-byte word at target address addr, if the copy holds it. */
+static inline bool snap_word(const struct snap *s, uint64_t addr, uint64_t *v)
+{
+	if (addr < s->stack_start || addr + 8 > s->stack_start + s->stack_len)
+		return false;
+	memcpy(v, s->stack + (addr - s->stack_start), 8);
+	return true;
+}
 
 /* The stack pointer and program counter of a snapshot. */
 static inline uint64_t snap_sp(const struct snap *s)

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "process/procfs.h"
 #include "unwind/tracer.h"
 
@@ -40,18 +42,12 @@ bool tracer_boost_thread(void)
 	return setpriority(PRIO_PROCESS, (id_t)gettid(), -10) == 0;
 }
 
-uint64_t tracer_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static struct tracer_thread *find_thread(struct tracer *t, pid_t tid, size_t *index)
 {
 	size_t i;
 
+	if (!t)
+		return NULL;
 	/* Linear: thread counts are in the hundreds and this runs per event,
 	 * not per byte; a hash would only pay off far beyond that. */
 	for (i = 0; i < t->n_threads; i++) {
@@ -81,7 +77,7 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid)
 	if (!th)
 		return NULL;
 	th->tid = tid;
-	th->appeared_ns = tracer_now_ns();
+	th->appeared_ns = cprof_now_ns();
 	th->stat_fd = procfs_open_task(t->pid, tid, "stat");
 	th->schedstat_fd = procfs_open_task(t->pid, tid, "schedstat");
 	t->threads[t->n_threads++] = th;
@@ -93,7 +89,7 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid)
 
 static void fold_fraction(struct tracer *t, const struct tracer_thread *th)
 {
-	uint64_t lived = tracer_now_ns() - th->appeared_ns;
+	uint64_t lived = cprof_now_ns() - th->appeared_ns;
 	double f;
 
 	if (lived < t->fraction_floor_ns || lived == 0)
@@ -196,7 +192,10 @@ static int seize_pass(struct tracer *t, size_t *added)
 	return 0;
 }
 
-int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, void *arg)
+static void tracer_release(struct tracer *t, struct tracer_stats *final);
+
+/* Seizes every thread of pid; see tracer_run. */
+static int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, void *arg)
 {
 	struct tracer *t;
 	sigset_t mask;
@@ -316,16 +315,21 @@ void tracer_set_spin(struct tracer *t, uint64_t ns)
 }
 
 
+void tracer_stats_add_stop(struct tracer_stats *st, uint64_t d)
+{
+	st->stop_hist[hist_bucket(d)]++;
+	st->stops++;
+	st->stop_ns_total += d;
+	if (d > st->stop_ns_max)
+		st->stop_ns_max = d;
+}
+
 static void account_stop(struct tracer *t, struct tracer_thread *th)
 {
-	uint64_t d = tracer_now_ns() - th->interrupt_ns;
+	uint64_t d = cprof_now_ns() - th->interrupt_ns;
 
 	th->stopped_ns += d;
-	t->stats.stop_hist[hist_bucket(d)]++;
-	t->stats.stops++;
-	t->stats.stop_ns_total += d;
-	if (d > t->stats.stop_ns_max)
-		t->stats.stop_ns_max = d;
+	tracer_stats_add_stop(&t->stats, d);
 }
 
 /* After exec only the execing thread survives, now under the leader's tid. */
@@ -362,8 +366,7 @@ static void handle_exec(struct tracer *t)
  * call that does not restart itself (epoll_wait, sigtimedwait, ...) returns
  * -EINTR on the way to our stop.  cpu mode interrupts only running threads,
  * but one may enter such a call between our look at its state and the
- * interrupt (measured: 130-455 EINTRs in 3 s on 16 event-loop threads at
- * 1000 Hz).  Turning -EINTR into -ERESTARTNOHAND hands the decision back to
+ * interrupt (tests/attach-eintr-evloop.test makes it happen).  Turning -EINTR into -ERESTARTNOHAND hands the decision back to
  * the kernel, as if it had returned that itself: with no signal handler to
  * run, the call is restarted when the thread resumes (with its original
  * timeout: a relative one starts again); with a handler, the caller gets
@@ -546,9 +549,9 @@ int tracer_poll(struct tracer *t, uint64_t timeout_ns)
 	if (t->n_pending && t->spin_ns) {
 		/* See tracer_set_spin: poll instead of sleeping until SIGCHLD
 		 * wakes us, so the wake-up latency is not added to a stop. */
-		uint64_t until = tracer_now_ns() + (t->spin_ns < timeout_ns ? t->spin_ns : timeout_ns);
+		uint64_t until = cprof_now_ns() + (t->spin_ns < timeout_ns ? t->spin_ns : timeout_ns);
 
-		while (tracer_now_ns() < until) {
+		while (cprof_now_ns() < until) {
 			if (drain(t) > 0) {
 				r = read_signals(t);
 				return r < 0 ? r : status_mask(t);
@@ -568,9 +571,29 @@ int tracer_poll(struct tracer *t, uint64_t timeout_ns)
 	return status_mask(t);
 }
 
+int tracer_wait_stops(struct tracer *t, uint64_t timeout_ns)
+{
+	uint64_t deadline = cprof_now_ns() + timeout_ns;
+	int r, events = 0;
+
+	while (t->n_pending > 0) {
+		uint64_t now = cprof_now_ns();
+
+		if (now >= deadline)
+			break;
+		r = tracer_poll(t, deadline - now);
+		if (r < 0)
+			return r;
+		events |= r;
+		if (r & TRACER_EV_GONE)
+			break;
+	}
+	return events;
+}
+
 size_t tracer_expire_interrupts(struct tracer *t, uint64_t max_age_ns)
 {
-	uint64_t now = tracer_now_ns();
+	uint64_t now = cprof_now_ns();
 	size_t i, n = 0;
 
 	for (i = 0; i < t->n_threads; i++) {
@@ -590,7 +613,7 @@ int tracer_interrupt(struct tracer *t, struct tracer_thread *th)
 {
 	if (th->pending)
 		return 0;
-	th->interrupt_ns = tracer_now_ns();
+	th->interrupt_ns = cprof_now_ns();
 	if (ptrace(PTRACE_INTERRUPT, th->tid, NULL, NULL) < 0)
 		return -errno;
 	th->pending = true;
@@ -618,7 +641,9 @@ size_t tracer_resume_held(struct tracer *t)
 	return n;
 }
 
-void tracer_release(struct tracer *t, struct tracer_stats *final)
+/* Lets go of every thread without stopping any, and frees t; the calling
+ * thread must exit right after (see tracer_run). */
+static void tracer_release(struct tracer *t, struct tracer_stats *final)
 {
 	/* Serve what is already queued so no signal waits on us. */
 	tracer_resume_held(t);
@@ -643,6 +668,11 @@ struct tracer_thread *tracer_thread_at(struct tracer *t, size_t i)
 	return i < t->n_threads ? t->threads[i] : NULL;
 }
 
+struct tracer_thread *tracer_find_thread(struct tracer *t, pid_t tid)
+{
+	return find_thread(t, tid, NULL);
+}
+
 size_t tracer_pending_count(const struct tracer *t)
 {
 	return t->n_pending;
@@ -651,4 +681,72 @@ size_t tracer_pending_count(const struct tracer *t)
 const struct tracer_stats *tracer_get_stats(const struct tracer *t)
 {
 	return &t->stats;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct run_ctx {
+	pid_t pid;
+	const struct tracer_ops *ops;
+	void *arg;
+	int (*fn)(struct tracer *t, void *arg);
+	struct tracer_stats stats;
+	bool attached;
+	int ret;
+};
+
+static void *tracing_thread(void *arg)
+{
+	struct run_ctx *x = arg;
+	uint64_t cpu0 = thread_cpu_ns();
+	bool boosted = tracer_boost_thread();
+	struct tracer *t = NULL;
+
+	x->ret = tracer_attach(&t, x->pid, x->ops, x->arg);
+	if (x->ret < 0)
+		return NULL;	/* the exit releases what attach seized */
+	x->attached = true;
+	t->stats.boosted = boosted;
+	x->ret = x->fn(t, x->arg);
+	t->stats.thread_cpu_ns = thread_cpu_ns() - cpu0;
+	tracer_release(t, &x->stats);
+	/* Returning ends this thread: the kernel detaches the target here. */
+	return NULL;
+}
+
+int tracer_run(pid_t pid, const struct tracer_ops *ops, void *arg,
+	       int (*fn)(struct tracer *t, void *arg), struct tracer_stats *final, bool *attached)
+{
+	struct run_ctx x = { .pid = pid, .ops = ops, .arg = arg, .fn = fn };
+	pthread_t th;
+	sigset_t mask;
+	int ret;
+
+	/* Blocked here first, so no thread of cprof takes them by default
+	 * action; the tracing thread inherits the mask and reads them from
+	 * its signalfd. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	ret = pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	if (ret)
+		return -ret;
+	ret = pthread_create(&th, NULL, tracing_thread, &x);
+	if (ret)
+		return -ret;
+	pthread_join(th, NULL);
+	if (final)
+		*final = x.stats;
+	if (attached)
+		*attached = x.attached;
+	return x.ret;
 }

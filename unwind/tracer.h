@@ -71,6 +71,8 @@ struct tracer_stats {
 	uint64_t group_stops;
 	uint64_t execs;
 	uint64_t threads_seen;
+	uint64_t thread_cpu_ns;	/* CPU time of the tracing thread (tracer_run) */
+	bool boosted;		/* the tracing thread runs at raised priority */
 };
 
 enum {
@@ -79,13 +81,32 @@ enum {
 };
 
 /*
- * Seizes every thread of pid (rescanning /proc/PID/task until a pass finds
- * none new).  Blocks SIGCHLD, SIGINT, SIGTERM and SIGHUP in the calling
- * thread and listens to them on a signalfd, so a Ctrl-C during attach is not
- * lost.  Returns 0, -ESRCH (no such process), -EPERM (not permitted; the
+ * The whole traced life of pid, on a thread of its own ("the tracing
+ * thread"): only that thread may issue ptrace requests for its tracees,
+ * and its exit is the detach (see below).  tracer_run blocks SIGCHLD,
+ * SIGINT, SIGTERM and SIGHUP in the calling thread (the tracing thread
+ * inherits the mask and reads them from a signalfd, so a Ctrl-C during
+ * attach is not lost), starts the tracing thread and waits for it.  That
+ * thread raises its priority when allowed (tracer_boost_thread), seizes
+ * every thread of pid (rescanning /proc/PID/task until two passes find
+ * none new), calls fn(t, arg), then lets go of every thread and exits.
+ *
+ * Letting go is the thread's exit: the kernel detaches a tracer's tracees
+ * when the tracing thread exits, which interrupts nothing (a thread blocked
+ * in epoll_wait or sigtimedwait does not see EINTR, unlike PTRACE_DETACH,
+ * which needs each thread brought to a stop first).  Threads in a
+ * job-control stop stay stopped; a signal whose delivery-stop had not been
+ * reaped is delivered.
+ *
+ * ops' callbacks get arg too.  If final is not NULL, the statistics are
+ * copied there at the end, with every thread's stopped fraction folded in
+ * (also after a failed attach: then they are zero).  *attached (may be
+ * NULL) tells whether every thread was seized.  Returns fn's result, or
+ * the attach error: -ESRCH (no such process), -EPERM (not permitted; the
  * caller diagnoses why), or another -errno.
  */
-int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, void *arg);
+int tracer_run(pid_t pid, const struct tracer_ops *ops, void *arg,
+	       int (*fn)(struct tracer *t, void *arg), struct tracer_stats *final, bool *attached);
 
 /* Threads living shorter than this are left out of the stopped fractions:
  * one stop in a thread that lived 50 us says nothing about the target. */
@@ -95,23 +116,9 @@ void tracer_set_fraction_floor(struct tracer *t, uint64_t ns);
  * While interrupts are outstanding, tracer_poll polls for up to ns before
  * it sleeps.  Worth it only for a one-off freeze (dump-threads): while
  * sampling continuously, a polling tracer takes the CPU its tracees need to
- * reach their stops (bench/stop-time.sh: median 110 us polling against
- * 29 us sleeping).
+ * reach their stops, which makes every stop longer (doc/ptrace.md).
  */
 void tracer_set_spin(struct tracer *t, uint64_t ns);
-
-/*
- * Lets go of every thread without stopping any, and frees t.  The kernel
- * detaches a tracer's tracees when the tracing thread exits (exit_ptrace),
- * which interrupts nothing: a thread blocked in epoll_wait or sigtimedwait
- * does not see EINTR, unlike PTRACE_DETACH, which needs each thread brought
- * to a stop first.  So the calling thread must exit right after this call;
- * until it does, the target may wait in a stop it cannot leave.  Threads in
- * a job-control stop stay stopped; a signal whose delivery-stop had not been
- * reaped is delivered.  If final is not NULL, the statistics are copied
- * there last, with every thread's stopped fraction folded in.
- */
-void tracer_release(struct tracer *t, struct tracer_stats *final);
 
 /*
  * Forgets interrupts older than max_age_ns whose stop never came: another
@@ -132,30 +139,41 @@ int tracer_interrupt(struct tracer *t, struct tracer_thread *th);
  */
 int tracer_poll(struct tracer *t, uint64_t timeout_ns);
 
+/*
+ * Serves events until no interrupt is outstanding, the target is gone or
+ * timeout_ns passed (a thread in uninterruptible sleep stops late; its
+ * stop is then served by a later tracer_poll).  Returns the TRACER_EV_*
+ * seen meanwhile, or -errno.
+ */
+int tracer_wait_stops(struct tracer *t, uint64_t timeout_ns);
+
 /* Resumes every thread that on_stop held.  Returns how many. */
 size_t tracer_resume_held(struct tracer *t);
 
-/* Threads currently traced; valid until the next tracer call. */
+/* Threads currently traced; valid until the next tracer call (a thread
+ * that exits meanwhile is freed: keep tids, not pointers, across calls). */
 size_t tracer_thread_count(const struct tracer *t);
 struct tracer_thread *tracer_thread_at(struct tracer *t, size_t i);
+/* The traced thread tid, or NULL (t may be NULL: then NULL). */
+struct tracer_thread *tracer_find_thread(struct tracer *t, pid_t tid);
 size_t tracer_pending_count(const struct tracer *t);
 
 const struct tracer_stats *tracer_get_stats(const struct tracer *t);
 
-/* The p-th percentile (0..100) of stop durations in ns, 0 if none. */
+/* Counts one stop of d ns in st (total, maximum and histogram). */
+void tracer_stats_add_stop(struct tracer_stats *st, uint64_t d);
+
+/* The p-th percentile (0..100) of stop durations in ns, 0 if none: the
+ * lower bound of the histogram bucket it falls in (buckets are 12.5%
+ * wide). */
 uint64_t tracer_stop_percentile(const struct tracer_stats *st, double p);
 
 /*
  * Raises the calling thread's priority (nice -10) when allowed.  A thread
  * stopped for a sample waits until the tracing thread is scheduled to copy
- * and resume it; on a busy machine that wait is the stop.  Measured with
- * load 7 on 2 CPUs: stop p99 2.9-7.8 ms at nice 0, 1.3 ms at nice -10; the
- * tracing thread itself uses well under 1% of a CPU at 100 Hz.  Returns
- * whether it worked (it needs CAP_SYS_NICE or root).
+ * and resume it; on a busy machine that wait is the stop (doc/ptrace.md).
+ * Returns whether it worked (it needs CAP_SYS_NICE or root).
  */
 bool tracer_boost_thread(void);
-
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t tracer_now_ns(void);
 
 #endif
