@@ -168,7 +168,8 @@ static bool thread_partial(const struct capture_thread *ct)
 {
 	if (ct->how == CAPTURE_NONE)
 		return ct->err != -ESRCH;
-	return ct->end != REMOTE_END_COMPLETE && ct->end != REMOTE_END_MAX_FRAMES;
+	/* -n is the user's own limit, not a cut. */
+	return !remote_end_is_root(ct->end) && ct->end != REMOTE_END_MAX_FRAMES;
 }
 
 struct printer {
@@ -194,6 +195,9 @@ static void for_each_frame(struct printer *pr, const struct capture_thread *ct, 
 		const struct sym_frame *sf = NULL;
 		size_t n = 0;
 
+		/* The [truncated] mark: the text says why the stack ends. */
+		if (pf->flags & PROF_FRAME_TRUNCATED)
+			continue;
 		if (mod && pr->sym &&
 		    sym_lookup(pr->sym, mod, pf->addr, !(pf->flags & PROF_FRAME_EXACT), &sf, &n) < 0)
 			n = 0;

@@ -21,9 +21,52 @@ static int label_of(uint32_t key, pid_t *tid, const char **name, void *arg)
 	return sampler_thread_label(arg, key, tid, name);
 }
 
+/* Walks that reached a root; every other one is counted by its reason. */
 static uint64_t complete_count(const struct sampler_stats *st)
 {
-	return st->ends[REMOTE_END_COMPLETE] + st->ends[REMOTE_END_MAX_FRAMES];
+	return st->ends[REMOTE_END_COMPLETE] + st->ends[REMOTE_END_GO_SWITCH];
+}
+
+/* The reasons a stack is cut short, as named in the notes and JSON; the
+ * rest (registers unknown, unwinder errors) is "other". */
+static const struct {
+	enum remote_end end;
+	const char *key;
+} cut_keys[] = {
+	{ REMOTE_END_TRUNCATED, "truncated" },
+	{ REMOTE_END_NO_INFO, "no_info" },
+	{ REMOTE_END_BAD_MEMORY, "bad_memory" },
+	{ REMOTE_END_BAD_FRAME, "bad_frame" },
+	{ REMOTE_END_MAX_FRAMES, "max_frames" },
+};
+
+static uint64_t other_count(const struct sampler_stats *st, uint64_t fresh)
+{
+	uint64_t n = fresh - complete_count(st);
+	size_t i;
+
+	for (i = 0; i < sizeof(cut_keys) / sizeof(cut_keys[0]); i++)
+		n -= st->ends[cut_keys[i].end];
+	return n;
+}
+
+/* "complete=N go_switch=N truncated=N ... other=N" (sep "=", " ") or the
+ * JSON members (sep "\": ", ", \""), into buf. */
+static void format_ends(char *buf, size_t len, const struct sampler_stats *st, uint64_t fresh,
+			bool json)
+{
+	const char *eq = json ? "\": " : "=", *sp = json ? ", \"" : " ";
+	size_t i, k;
+
+	k = (size_t)snprintf(buf, len, "%scomplete%s%llu%sgo_switch%s%llu", json ? "\"" : "", eq,
+			     (unsigned long long)complete_count(st), sp, eq,
+			     (unsigned long long)st->ends[REMOTE_END_GO_SWITCH]);
+	for (i = 0; i < sizeof(cut_keys) / sizeof(cut_keys[0]) && k < len; i++)
+		k += (size_t)snprintf(buf + k, len - k, "%s%s%s%llu", sp, cut_keys[i].key, eq,
+				      (unsigned long long)st->ends[cut_keys[i].end]);
+	if (k < len)
+		snprintf(buf + k, len - k, "%sother%s%llu", sp, eq,
+			 (unsigned long long)other_count(st, fresh));
 }
 
 static uint64_t fresh_count(const struct sampler_stats *st)
@@ -72,13 +115,8 @@ static void add_comments(struct prof_builder *b, const struct cli_session *a, co
 		 (unsigned long long)st->cprof_cpu_ns,
 		 st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0);
 	prof_add_comment(b, line);
-	snprintf(line, sizeof(line),
-		 "unwind complete=%llu truncated=%llu no_info=%llu other=%llu",
-		 (unsigned long long)complete_count(st),
-		 (unsigned long long)st->ends[REMOTE_END_TRUNCATED],
-		 (unsigned long long)st->ends[REMOTE_END_NO_INFO],
-		 (unsigned long long)(fresh - complete_count(st) - st->ends[REMOTE_END_TRUNCATED] -
-				      st->ends[REMOTE_END_NO_INFO]));
+	memcpy(line, "unwind ", 7);
+	format_ends(line + 7, sizeof(line) - 7, st, fresh, false);
 	prof_add_comment(b, line);
 }
 
@@ -219,11 +257,12 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 	const struct tracer_stats *t = &st->tracer;
 
 	fprintf(stderr,
-		"cprof: wrote %s: %llu samples (%llu truncated) from %llu threads in %.2f s%s; "
+		"cprof: wrote %s: %llu samples (%llu incomplete) from %llu threads in %.2f s%s; "
 		"stops p50 %.1f us, p99 %.1f us, max %.1f us; a thread spent at most %.3f%% of "
 		"its time stopped (mean %.3f%%); cprof used %.1f%% of a CPU\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
-		(unsigned long long)st->samples, (unsigned long long)st->ends[REMOTE_END_TRUNCATED],
+		(unsigned long long)st->samples,
+		(unsigned long long)(fresh_count(st) - complete_count(st)),
 		(unsigned long long)t->threads_seen, (double)st->elapsed_ns / 1e9,
 		st->target_exited ? " (the process exited)" : "",
 		(double)tracer_stop_percentile(t, 50) / 1e3,
@@ -236,7 +275,9 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 {
 	const struct tracer_stats *t = &st->tracer;
 	uint64_t fresh = fresh_count(st);
+	char ends[256];
 
+	format_ends(ends, sizeof(ends), st, fresh, true);
 	printf("{\"pid\": %d, \"mode\": \"%s\", \"stop\": \"%s\", \"hz\": %u, \"output\": ",
 	       (int)pid, a->mode == SAMPLER_WALL ? "wall" : "cpu",
 	       a->stop == SAMPLER_STOP_PROCESS ? "process" : "thread", a->hz);
@@ -246,8 +287,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"ticks\": %llu, \"ticks_missed\": %llu, \"threads_seen\": %llu, "
 	       "\"stops\": %llu, \"stop_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, "
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
-	       "\"cprof_cpu_ns\": %llu, \"unwind\": {\"complete\": %llu, \"truncated\": %llu, "
-	       "\"no_info\": %llu, \"other\": %llu}, \"signals_reinjected\": %llu, "
+	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"signals_reinjected\": %llu, "
 	       "\"boosted\": %s, \"target_exited\": %s}\n",
 	       (unsigned long long)st->elapsed_ns, (unsigned long long)st->samples,
 	       (unsigned long long)(fresh - st->samples_unstopped),
@@ -258,12 +298,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)tracer_stop_percentile(t, 99),
 	       (unsigned long long)t->stop_ns_max, (unsigned long long)t->stop_ns_total,
 	       t->stopped_fraction_max, mean_fraction(t), (unsigned long long)st->cprof_cpu_ns,
-	       (unsigned long long)complete_count(st),
-	       (unsigned long long)st->ends[REMOTE_END_TRUNCATED],
-	       (unsigned long long)st->ends[REMOTE_END_NO_INFO],
-	       (unsigned long long)(fresh - complete_count(st) - st->ends[REMOTE_END_TRUNCATED] -
-				    st->ends[REMOTE_END_NO_INFO]),
-	       (unsigned long long)t->signals_reinjected, st->boosted ? "true" : "false",
+	       ends, (unsigned long long)t->signals_reinjected, st->boosted ? "true" : "false",
 	       st->target_exited ? "true" : "false");
 }
 

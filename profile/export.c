@@ -100,13 +100,21 @@ static int lines_for(struct exporter *x, const struct proc_module *m, const stru
 	int ret;
 
 	*n = 0;
-	if (!m || !x->sym)
-		return 0;
-	ret = sym_lookup(x->sym, m, f->addr, !(f->flags & PROF_FRAME_EXACT), &sf, n);
-	if (ret == -ENOMEM)
-		return ret;
-	if (ret < 0)
-		*n = 0;
+	if (f->flags & PROF_FRAME_TRUNCATED) {
+		/* Where a walk stopped short of a thread root. */
+		static const struct sym_frame truncated = { .function = "[truncated]" };
+
+		sf = &truncated;
+		*n = 1;
+	} else {
+		if (!m || !x->sym)
+			return 0;
+		ret = sym_lookup(x->sym, m, f->addr, !(f->flags & PROF_FRAME_EXACT), &sf, n);
+		if (ret == -ENOMEM)
+			return ret;
+		if (ret < 0)
+			*n = 0;
+	}
 	if (cprof_grow(&x->lines, &x->cap_lines, *n, sizeof(*x->lines), 16) < 0)
 		return -ENOMEM;
 	for (i = 0; i < *n; i++) {
@@ -170,7 +178,7 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 	if (cprof_grow(&x->loc_ids, &x->cap_loc_ids, n, sizeof(*x->loc_ids), 64) < 0)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		if (!f[i].addr)
+		if (!f[i].addr && !(f[i].flags & PROF_FRAME_TRUNCATED))
 			continue;
 		ret = location_for(x, &f[i], &x->loc_ids[k]);
 		if (ret < 0)

@@ -14,6 +14,7 @@
 
 enum {
 	PROF_FRAME_EXACT = 1 << 0,	/* addr is an exact pc (leaf, signal frame): no -1 */
+	PROF_FRAME_TRUNCATED = 1 << 1,	/* no frame: the walk ended before a root (addr 0) */
 };
 
 struct prof_frame {

@@ -405,6 +405,12 @@ require_ptrace() {
 	lib_forget_pid "$st"
 }
 
+# json_get FILE EXPR: evaluate a python expression over the JSON object d.
+json_get() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2" ||
+		fail "cannot read '$2' from the JSON summary $1: $(head -c 300 "$1")"
+}
+
 # ---- pprof ---------------------------------------------------------------
 
 # require_go: go tool pprof reads the profiles back.  A missing go is a

@@ -9,7 +9,9 @@
 
 #include <libunwind.h>
 
+#include "unwind/debug_frame.h"
 #include "unwind/remote.h"
+#include "unwind/roots.h"
 
 /* Exported by libunwind-x86_64 (it is what _UPT_find_proc_info calls) but not
  * declared in its public headers. */
@@ -36,6 +38,15 @@ struct eh_info {
 	uint64_t fde_count;
 };
 
+/* What is read from a module's file once (index = module id).  Module ids
+ * are never reused and a module's file never changes: these outlive flushes. */
+struct df_slot {
+	bool probed;
+	struct dframe *df;	/* NULL: the module has no usable .debug_frame */
+	bool roots_probed;
+	struct roots *roots;	/* its thread roots and stack switches */
+};
+
 struct remote_unwinder {
 	pid_t pid;
 	const struct proc_modules *mods;
@@ -45,12 +56,15 @@ struct remote_unwinder {
 	size_t n_pages;
 	struct eh_info *eh;
 	size_t n_eh;
+	struct df_slot *df;
+	size_t n_df;
 	/* The walk in progress. */
 	const struct snap *snap;
 	const struct proc_map *stack_map;
 	bool hit_end_of_snapshot;
 	bool bad_memory;
 	bool missing_reg;
+	bool step_without_cfi;	/* the current step found no CFI for a pc */
 	bool rbp_probed;	/* frame_pointer_guess ran for this walk */
 	uint64_t rbp_guess;	/* its answer, 0 for none */
 	uint64_t rbp_floor;	/* SP of the frame that needs %rbp; 0: do not guess */
@@ -368,19 +382,12 @@ static const struct eh_info *probe_eh(struct remote_unwinder *u, const struct pr
 	return e;
 }
 
-static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
-			      int need_unwind_info, void *arg)
+static int search_eh(struct remote_unwinder *u, unw_addr_space_t as,
+		     const struct proc_module *m, const struct eh_info *e, unw_word_t ip,
+		     unw_proc_info_t *pi, int need_unwind_info)
 {
-	struct remote_unwinder *u = arg;
-	const struct proc_module *m = proc_modules_lookup(u->mods, ip);
-	const struct eh_info *e;
 	unw_dyn_info_t di;
 
-	if (!m)
-		return -UNW_ENOINFO;
-	e = probe_eh(u, m);
-	if (!e || !e->usable)
-		return -UNW_ENOINFO;
 	memset(&di, 0, sizeof(di));
 	di.format = UNW_INFO_FORMAT_REMOTE_TABLE;
 	di.start_ip = m->text_start;
@@ -389,7 +396,90 @@ static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_
 	di.u.rti.table_data = e->table;
 	/* in words; each entry is two int32 */
 	di.u.rti.table_len = e->fde_count * 8 / sizeof(unw_word_t);
-	return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, arg);
+	return _Ux86_64_dwarf_search_unwind_table(as, ip, &di, pi, need_unwind_info, u);
+}
+
+
+static struct df_slot *df_slot(struct remote_unwinder *u, const struct proc_module *m)
+{
+	if (m->id >= u->n_df) {
+		size_t n = (m->id + 1) * 2;
+		struct df_slot *nv = realloc(u->df, n * sizeof(*nv));
+
+		if (!nv)
+			return NULL;
+		memset(nv + u->n_df, 0, (n - u->n_df) * sizeof(*nv));
+		u->df = nv;
+		u->n_df = n;
+	}
+	return &u->df[m->id];
+}
+
+/* m's .debug_frame index, loaded on first use; NULL if it has none. */
+static struct dframe *probe_df(struct remote_unwinder *u, const struct proc_module *m)
+{
+	struct df_slot *d = df_slot(u, m);
+
+	if (!d)
+		return NULL;
+	if (!d->probed) {
+		d->probed = true;
+		if (dframe_load(&d->df, m) < 0)
+			d->df = NULL;
+	}
+	return d->df;
+}
+
+/* What kind of root the frame at pc is (exact: pc is not a return address). */
+static enum roots_kind root_kind(struct remote_unwinder *u, uint64_t pc, bool exact)
+{
+	const struct proc_module *m = proc_modules_lookup(u->mods, pc);
+	struct df_slot *d;
+
+	if (!m || !(d = df_slot(u, m)))
+		return ROOTS_NONE;
+	if (!d->roots_probed) {
+		d->roots_probed = true;
+		if (roots_load(&d->roots, m) < 0)
+			d->roots = NULL;
+	}
+	return roots_at(d->roots, exact ? pc : pc - 1);
+}
+
+static int find_proc_info(struct remote_unwinder *u, unw_addr_space_t as, unw_word_t ip,
+			  unw_proc_info_t *pi, int need_unwind_info)
+{
+	const struct proc_module *m = proc_modules_lookup(u->mods, ip);
+	const struct eh_info *e;
+	struct dframe *df;
+	int ret = -UNW_ENOINFO;
+
+	if (!m)
+		return -UNW_ENOINFO;
+	e = probe_eh(u, m);
+	if (e && e->usable) {
+		ret = search_eh(u, as, m, e, ip, pi, need_unwind_info);
+		if (ret != -UNW_ENOINFO)
+			return ret;
+	}
+	/* No .eh_frame entry for ip: the module's .debug_frame, if any. */
+	df = probe_df(u, m);
+	if (df)
+		ret = dframe_find_proc_info(df, as, ip, pi, need_unwind_info, u);
+	return ret;
+}
+
+static int acc_find_proc_info(unw_addr_space_t as, unw_word_t ip, unw_proc_info_t *pi,
+			      int need_unwind_info, void *arg)
+{
+	struct remote_unwinder *u = arg;
+	int ret = find_proc_info(u, as, ip, pi, need_unwind_info);
+
+	/* The step in progress falls back to frame pointers: it cannot mark
+	 * the end of the stack by CFI. */
+	if (ret == -UNW_ENOINFO)
+		u->step_without_cfi = true;
+	return ret;
 }
 
 static unw_accessors_t accessors = {
@@ -452,6 +542,11 @@ void remote_destroy(struct remote_unwinder *u)
 		free(u->pages[i].data);
 	free(u->pages);
 	free(u->eh);
+	for (i = 0; i < u->n_df; i++) {
+		dframe_free(u->df[i].df);
+		roots_free(u->df[i].roots);
+	}
+	free(u->df);
 	free(u);
 }
 
@@ -483,6 +578,10 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 	u->rbp_probed = false;
 	*fail_sp = 0;
 	put_frame(u, &frames[n++], snap_pc(s), true);
+	if (root_kind(u, snap_pc(s), true) == ROOTS_THREAD) {
+		*end = REMOTE_END_COMPLETE;
+		goto out;
+	}
 	if (unw_init_remote(&c, u->as, u) < 0) {
 		if (u->missing_reg)
 			*end = REMOTE_END_NEED_REGS;
@@ -494,9 +593,13 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 			break;
 		}
 		was_signal = unw_is_signal_frame(&c) > 0;
+		u->step_without_cfi = false;
 		ret = unw_step(&c);
 		if (ret == 0) {
-			*end = REMOTE_END_COMPLETE;
+			/* libunwind ends a walk both where CFI marks the
+			 * outermost frame and where its frame-pointer guess
+			 * finds a null %rbp: only the first is an end. */
+			*end = u->step_without_cfi ? REMOTE_END_NO_INFO : REMOTE_END_COMPLETE;
 			break;
 		}
 		if (ret < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) {
@@ -508,8 +611,11 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 				*end = REMOTE_END_TRUNCATED;
 			else if (u->bad_memory)
 				*end = REMOTE_END_BAD_MEMORY;
-			else if (ret == -UNW_ENOINFO || ret == -UNW_EBADFRAME || ip == 0)
-				*end = ip == 0 && ret > 0 ? REMOTE_END_COMPLETE : REMOTE_END_NO_INFO;
+			else if (ret == -UNW_EBADFRAME)
+				*end = REMOTE_END_BAD_FRAME;
+			else if (ret == -UNW_ENOINFO || ip == 0)
+				*end = ip == 0 && ret > 0 && !u->step_without_cfi ?
+					REMOTE_END_COMPLETE : REMOTE_END_NO_INFO;
 			else
 				*end = REMOTE_END_ERROR;
 			break;
@@ -517,11 +623,39 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 		/* The frame interrupted by a signal resumes at its exact pc;
 		 * every other caller's ip is a return address. */
 		put_frame(u, &frames[n++], ip, was_signal);
+		switch (root_kind(u, ip, was_signal)) {
+		case ROOTS_THREAD:
+			*end = REMOTE_END_COMPLETE;
+			goto out;
+		case ROOTS_SWITCH:
+			*end = REMOTE_END_GO_SWITCH;
+			goto out;
+		case ROOTS_NONE:
+			break;
+		}
 	}
 out:
 	u->snap = NULL;
 	u->stack_map = NULL;
 	return n;
+}
+
+bool remote_end_is_root(enum remote_end e)
+{
+	return e == REMOTE_END_COMPLETE || e == REMOTE_END_GO_SWITCH;
+}
+
+/* A stack that did not reach a root keeps a [truncated] frame as its root,
+ * so that profiles show the cut instead of a short stack. */
+static size_t mark_truncated(struct prof_frame *frames, size_t n, size_t max,
+			     enum remote_end end)
+{
+	if (!n || remote_end_is_root(end) || end == REMOTE_END_NEED_REGS)
+		return n;
+	if (n == max)
+		n--;
+	frames[n] = (struct prof_frame){ .addr = 0, .module = 0, .flags = PROF_FRAME_TRUNCATED };
+	return n + 1;
 }
 
 size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
@@ -533,16 +667,16 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	u->rbp_floor = 0;
 	n = walk(u, s, frames, max, end, &fail_sp);
 	if (*end != REMOTE_END_NEED_REGS || !s->regs_partial || !fail_sp)
-		return n;
+		return mark_truncated(frames, n, max, *end);
 	/* Second chance without a stop: guess %rbp from the frame records
 	 * above the frame that needed it, and keep the walk only if it
 	 * reaches the thread's start. */
 	u->rbp_floor = fail_sp;
 	n = walk(u, s, frames, max, end, &fail_sp);
 	u->rbp_floor = 0;
-	if (*end != REMOTE_END_COMPLETE && *end != REMOTE_END_MAX_FRAMES)
+	if (!remote_end_is_root(*end) && *end != REMOTE_END_MAX_FRAMES)
 		*end = REMOTE_END_NEED_REGS;
-	return n;
+	return mark_truncated(frames, n, max, *end);
 }
 
 const char *remote_end_str(enum remote_end e)
@@ -554,6 +688,8 @@ const char *remote_end_str(enum remote_end e)
 	case REMOTE_END_BAD_MEMORY: return "unreadable memory";
 	case REMOTE_END_MAX_FRAMES: return "frame limit reached";
 	case REMOTE_END_NEED_REGS: return "registers unknown without a stop";
+	case REMOTE_END_BAD_FRAME: return "bad frame";
+	case REMOTE_END_GO_SWITCH: return "Go stack switch (g0)";
 	case REMOTE_END_ERROR: break;
 	}
 	return "unwinder error";

@@ -11,6 +11,7 @@
 #ifndef CPROF_UNWIND_REMOTE_H
 #define CPROF_UNWIND_REMOTE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -19,13 +20,19 @@
 #include "process/modules.h"
 #include "unwind/snapshot.h"
 
+/*
+ * Why a walk ended.  Only COMPLETE and GO_SWITCH reached a root (see
+ * remote_end_is_root); every other end is a cut stack.  ERROR stays last.
+ */
 enum remote_end {
-	REMOTE_END_COMPLETE,	/* reached the outermost frame (thread start) */
+	REMOTE_END_COMPLETE,	/* reached a thread root, or a frame CFI marks outermost */
 	REMOTE_END_TRUNCATED,	/* the stack went beyond the snapshot */
 	REMOTE_END_NO_INFO,	/* no unwind information for a frame */
 	REMOTE_END_BAD_MEMORY,	/* memory needed for a step could not be read */
 	REMOTE_END_MAX_FRAMES,	/* stopped at the frame limit */
 	REMOTE_END_NEED_REGS,	/* a register the snapshot lacks (regs_partial) was needed */
+	REMOTE_END_BAD_FRAME,	/* a frame's unwind rules gave an impossible caller */
+	REMOTE_END_GO_SWITCH,	/* reached a Go switch to the g0 stack (mcall, systemstack...) */
 	REMOTE_END_ERROR,	/* libunwind reported another error */
 };
 
@@ -45,11 +52,15 @@ void remote_flush(struct remote_unwinder *u);
 
 /*
  * Unwinds s into frames (leaf first, each tagged with its module), at most
- * max.  *end says why the walk ended.  Returns the number of frames (>= 1
- * when the pc is known).
+ * max.  *end says why the walk ended; a walk that reached no root (and did
+ * not end for NEED_REGS) ends with a PROF_FRAME_TRUNCATED frame.  Returns
+ * the number of frames (>= 1 when the pc is known).
  */
 size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
 		     size_t max, enum remote_end *end);
+
+/* Whether e means the walk reached a thread root or a Go stack switch. */
+bool remote_end_is_root(enum remote_end e);
 
 /* A short English description of e, for notes and JSON. */
 const char *remote_end_str(enum remote_end e);

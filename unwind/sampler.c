@@ -288,7 +288,7 @@ static bool needs_maps_retry(const struct sampler *s, const struct snap *sn,
 	for (i = 0; i < n; i++) {
 		const struct proc_map *m;
 
-		if (f[i].module)
+		if (f[i].module || (f[i].flags & PROF_FRAME_TRUNCATED))
 			continue;
 		m = proc_maps_find(&s->maps, f[i].addr);
 		if (!m || !(m->perms & PROC_MAP_X) || m->path[0] == '/')
@@ -302,7 +302,7 @@ static size_t unknown_frames(const struct prof_frame *f, size_t n)
 	size_t i, k = 0;
 
 	for (i = 0; i < n; i++)
-		k += !f[i].module;
+		k += !f[i].module && !(f[i].flags & PROF_FRAME_TRUNCATED);
 	return k;
 }
 

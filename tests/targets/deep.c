@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT */
+/* deep: a live target whose stack is deeper than a small stack copy.
+ *
+ * deep [-d DEPTH] [-s SECONDS] [-r READYFILE]
+ *
+ * One worker thread "descender" recurses DEPTH (default 200) noinline levels of
+ * descend(), each with a 512-byte frame, then spins in spin_leaf until
+ * SECONDS pass (or SIGUSR2); the stack under the leaf is then over 100 KiB,
+ * so a 4 KiB copy cannot reach the thread's start while the default one
+ * can.  Prints "result: OK" when the recursion unwound back. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "target.h"
+
+#define NOINLINE __attribute__((noinline, noipa))
+
+static int depth = 200;
+static volatile uint64_t sink;
+
+NOINLINE static uint64_t spin_leaf(void)
+{
+	uint64_t x = 0;
+
+	while (!target_past_deadline()) {
+		unsigned i;
+
+		for (i = 0; i < 100000; i++)
+			x = x * 6364136223846793005ull + i;
+	}
+	return x;
+}
+
+NOINLINE static uint64_t descend(int n)
+{
+	volatile char pad[512];
+	uint64_t r;
+
+	pad[0] = (char)n;
+	pad[511] = (char)n;
+	r = n ? descend(n - 1) : spin_leaf();
+	return r + (uint64_t)pad[0] + (uint64_t)pad[511];
+}
+
+static void *worker_main(void *arg)
+{
+	(void)arg;
+	sink = descend(depth);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	const char *ready = NULL;
+	double seconds = 10;
+	pthread_t t;
+	int c;
+
+	while ((c = getopt(argc, argv, "d:s:r:")) != -1) {
+		switch (c) {
+		case 'd': depth = atoi(optarg); break;
+		case 's': seconds = atof(optarg); break;
+		case 'r': ready = optarg; break;
+		default:
+			fprintf(stderr, "usage: deep [-d DEPTH] [-s SECONDS] [-r READYFILE]\n");
+			return 2;
+		}
+	}
+	target_start_deadline(seconds);
+	if (pthread_create(&t, NULL, worker_main, NULL)) {
+		perror("pthread_create");
+		return 1;
+	}
+	pthread_setname_np(t, "descender");
+	if (ready && target_write_ready(ready) < 0) {
+		perror("ready file");
+		return 1;
+	}
+	pthread_join(t, NULL);
+	printf("result: OK\n");
+	return 0;
+}
