@@ -57,7 +57,7 @@ pkg_cflags=$(pkg-config --cflags $PKGS) || die "pkg-config --cflags $PKGS failed
 pkg_libs=$(pkg-config --libs $PKGS) || die "pkg-config --libs $PKGS failed"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS_F="-g -O1 -fno-omit-frame-pointer $SAN -I$root -I$build $pkg_cflags"
-LIB_SRC="process/maps.c process/modules.c symbolize/symbolize.c"
+LIB_SRC="lib/grow.c lib/htab.c process/maps.c process/modules.c symbolize/demangle.c symbolize/symbolize.c"
 objs=""
 for src in $LIB_SRC; do
 	obj="$out/obj/$(echo "$src" | tr / _).o"
@@ -66,8 +66,8 @@ for src in $LIB_SRC; do
 	objs="$objs $obj"
 done
 for h in symbolize maps; do
-	# __cxa_demangle (HAVE_CXA_DEMANGLE) comes from the C++ runtime.
-	"$CC" $CFLAGS_F -fsanitize=fuzzer "$root/fuzz/fuzz-$h.c" $objs $pkg_libs -lstdc++ \
+	# libiberty demangles (symbolize/demangle.c).
+	"$CC" $CFLAGS_F -fsanitize=fuzzer "$root/fuzz/fuzz-$h.c" $objs $pkg_libs -liberty \
 		-o "$out/fuzz-$h" || die "cannot build fuzz-$h"
 done
 say "built $out/fuzz-symbolize and $out/fuzz-maps"

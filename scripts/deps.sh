@@ -10,7 +10,8 @@ set -eu
 PACKAGES="
 libunwind-dev libelf-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler
 zlib1g-dev autoconf automake libtool pkg-config make gcc
-golang-go elfutils strace libc6-dbg binutils procps
+libiberty-dev
+golang-go elfutils strace libc6-dbg binutils procps rustc
 "
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -15,12 +15,8 @@
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
+#include "symbolize/demangle.h"
 #include "symbolize/symbolize.h"
-
-#ifdef HAVE_CXA_DEMANGLE
-/* From the C++ runtime (libstdc++ or libc++abi); it has no C header. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-#endif
 
 /* Deepest inline chain we report; deeper ones keep their innermost frames. */
 #define MAX_FRAMES 64
@@ -342,31 +338,22 @@ free_name:
 
 static int demangle_bare(struct sym_ctx *ctx, const char *name, const char **out)
 {
-#ifdef HAVE_CXA_DEMANGLE
-	char *d;
-	int status = -1, ret;
+	char *d = NULL;
+	int ret;
 
-	if (name[0] == '_' && name[1] == 'Z') {
-		d = __cxa_demangle(name, NULL, NULL, &status);
-		if (status == -1) {
-			free(d);
-			return -ENOMEM;
-		}
-		if (d && status == 0) {
-			ret = intern(ctx, d, out);
-			free(d);
-			return ret;
-		}
-		free(d);
-	}
-#endif
-	return intern(ctx, name, out);
+	ret = sym_demangle(name, &d);
+	if (ret < 0)
+		return ret;
+	ret = intern(ctx, d ? d : name, out);
+	free(d);
+	return ret;
 }
 
 /*
  * Sets *out to the name shown to people: without an ELF symbol version
  * ("__libc_start_main@@GLIBC_2.34" is __libc_start_main to anyone reading a
- * profile; system_name keeps it whole), demangled when it is C++.  Interned.
+ * profile; system_name keeps it whole), demangled when it is C++ or Rust.
+ * Interned.
  * Returns 0 or -ENOMEM.
  */
 static int demangle(struct sym_ctx *ctx, const char *name, const char **out)
@@ -504,7 +491,7 @@ static const char *frame_system_name(Dwarf_Die *fn, bool physical, const char *s
 
 	if (physical && symname)
 		return symname;
-	if (sys && !(sys[0] == '_' && sys[1] == 'Z') && die_name(fn))
+	if (sys && !(sys[0] == '_' && (sys[1] == 'Z' || sys[1] == 'R')) && die_name(fn))
 		return die_name(fn);
 	return sys ? sys : die_name(fn);
 }
