@@ -10,11 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "profile/export.h"
-#include "profile/flame.h"
-#include "profile/profile.h"
-#include "profile/reader.h"
-#include "symbolize/symbolize.h"
+#include "profile/output.h"
 
 static int label_of(uint32_t key, pid_t *tid, const char **name, void *arg)
 {
@@ -85,39 +81,37 @@ static double mean_fraction(const struct tracer_stats *t)
 		t->stopped_fraction_sum / (double)t->stopped_fraction_threads : 0;
 }
 
-static void add_comments(struct prof_builder *b, const struct cli_session *a, const char *what,
-			 const struct sampler_stats *st)
+#define N_COMMENTS 5
+#define COMMENT_MAX 320
+
+/* The profile's comments: how it was made and what it cost. */
+static void format_comments(char line[N_COMMENTS][COMMENT_MAX], const struct cli_session *a,
+			    const char *what, const struct sampler_stats *st)
 {
 	const struct tracer_stats *t = &st->tracer;
 	uint64_t fresh = fresh_count(st);
-	char line[320];
 
-	snprintf(line, sizeof(line), "cprof %s %s -F %u --mode %s --stop %s", PACKAGE_VERSION, what,
+	snprintf(line[0], COMMENT_MAX, "cprof %s %s -F %u --mode %s --stop %s", PACKAGE_VERSION, what,
 		 a->hz, a->mode == SAMPLER_WALL ? "wall" : "cpu",
 		 a->stop == SAMPLER_STOP_PROCESS ? "process" : "thread");
-	prof_add_comment(b, line);
-	snprintf(line, sizeof(line),
+	snprintf(line[1], COMMENT_MAX,
 		 "samples=%llu (stopped=%llu unstopped=%llu reused=%llu) ticks=%llu missed_ticks=%llu threads_seen=%llu",
 		 (unsigned long long)st->samples,
 		 (unsigned long long)(fresh - st->samples_unstopped),
 		 (unsigned long long)st->samples_unstopped,
 		 (unsigned long long)st->samples_reused, (unsigned long long)st->ticks,
 		 (unsigned long long)st->ticks_missed, (unsigned long long)t->threads_seen);
-	prof_add_comment(b, line);
-	snprintf(line, sizeof(line),
+	snprintf(line[2], COMMENT_MAX,
 		 "stops=%llu stop_ns p50=%llu p99=%llu max=%llu; stopped fraction of a thread's time max=%.5f mean=%.5f",
 		 (unsigned long long)t->stops,
 		 (unsigned long long)tracer_stop_percentile(t, 50),
 		 (unsigned long long)tracer_stop_percentile(t, 99),
 		 (unsigned long long)t->stop_ns_max, t->stopped_fraction_max, mean_fraction(t));
-	prof_add_comment(b, line);
-	snprintf(line, sizeof(line), "cprof_cpu_ns=%llu (%.2f%% of one CPU)",
+	snprintf(line[3], COMMENT_MAX, "cprof_cpu_ns=%llu (%.2f%% of one CPU)",
 		 (unsigned long long)st->cprof_cpu_ns,
 		 st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0);
-	prof_add_comment(b, line);
-	memcpy(line, "unwind ", 7);
-	format_ends(line + 7, sizeof(line) - 7, st, fresh, false);
-	prof_add_comment(b, line);
+	memcpy(line[4], "unwind ", 7);
+	format_ends(line[4] + 7, COMMENT_MAX - 7, st, fresh, false);
 }
 
 /*
@@ -183,72 +177,55 @@ static void progress_update(const struct sampler_stats *st, void *arg)
 	progress_show(pr, text);
 }
 
-/* collapsed or svg: drawn from the profile as built for pprof, so that the
- * flame graph shows exactly what the pprof file would hold. */
-static int write_flame(struct prof_builder *b, const struct cli_session *a, const char *what)
-{
-	struct prof_rd_profile *rd = NULL;
-	char title[256];
-	int ret;
-
-	ret = prof_builder_view(b, &rd);
-	if (ret < 0)
-		return ret;
-	if (a->format == CLI_FORMAT_SVG) {
-		snprintf(title, sizeof(title), "cprof %s (%s)", what,
-			 a->mode == SAMPLER_WALL ? "wall time" : "CPU time");
-		ret = prof_flame_svg_file(rd, rd->default_type, a->output, title);
-	} else {
-		ret = prof_flame_collapsed_file(rd, rd->default_type, a->output, 0);
-	}
-	prof_rd_free(rd);
-	return ret;
-}
+static const enum prof_format formats[] = {
+	[CLI_FORMAT_PPROF] = PROF_FORMAT_PPROF,
+	[CLI_FORMAT_COLLAPSED] = PROF_FORMAT_COLLAPSED,
+	[CLI_FORMAT_SVG] = PROF_FORMAT_SVG,
+};
 
 static int write_profile(struct sampler *s, const struct cli_session *a, pid_t pid,
 			 const char *what, struct progress *pr)
 {
 	const struct sampler_stats *st = sampler_get_stats(s);
-	struct prof_export_opts eo = {
-		.hz = a->hz,
-		.value_type = a->mode == SAMPLER_WALL ? "wall" : "cpu",
-		.time_nanos = (int64_t)st->start_realtime_ns,
-		.duration_nanos = (int64_t)st->elapsed_ns,
-		.thread_label = label_of,
-		.arg = s,
+	char lines[N_COMMENTS][COMMENT_MAX], title[256];
+	const char *comments[N_COMMENTS];
+	struct prof_session ps = {
+		.stacks = sampler_stacks(s),
+		.mods = sampler_modules(s),
+		.export = {
+			.value = a->mode == SAMPLER_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
+			.hz = a->hz,
+			.time_nanos = (int64_t)st->start_realtime_ns,
+			.duration_nanos = (int64_t)st->elapsed_ns,
+			.thread_label = label_of,
+			.arg = s,
+		},
+		.comments = comments,
+		.n_comments = N_COMMENTS,
+		.format = formats[a->format],
+		.title = title,
+		.path = a->output,
 	};
-	struct prof_builder *b = NULL;
-	struct sym_ctx *sym = NULL;
+	struct prof_session_result res;
+	size_t i;
 	int ret;
 
-	ret = sym_create(&sym, sampler_modules(s), 0);
-	if (ret < 0) {
-		/* Addresses alone still make a profile: write it. */
+	format_comments(lines, a, what, st);
+	for (i = 0; i < N_COMMENTS; i++)
+		comments[i] = lines[i];
+	snprintf(title, sizeof(title), "cprof %s (%s)", what,
+		 a->mode == SAMPLER_WALL ? "wall time" : "CPU time");
+	ret = prof_write_session(&ps, &res);
+	if (res.sym_err < 0 || ret < 0)
 		progress_clear(pr);
+	/* Addresses alone still make a profile: it was written. */
+	if (res.sym_err < 0)
 		cli_error("cannot load symbols for pid %d: %s (the profile keeps raw addresses)",
-			  (int)pid, strerror(-ret));
-		sym = NULL;
-	}
-	ret = prof_export_cpu(sampler_stacks(s), sampler_modules(s), sym, &eo, &b);
-	if (ret < 0) {
-		progress_clear(pr);
+			  (int)pid, strerror(-res.sym_err));
+	if (ret < 0 && res.failed == PROF_STAGE_BUILD)
 		cli_error("cannot build the profile of pid %d: %s", (int)pid, strerror(-ret));
-		goto out;
-	}
-	add_comments(b, a, what, st);
-	if (a->format == CLI_FORMAT_PPROF)
-		ret = prof_write_file(b, a->output);
-	else
-		ret = write_flame(b, a, what);
-	if (ret < 0) {
-		progress_clear(pr);
+	else if (ret < 0)
 		cli_error("cannot write '%s': %s", a->output, strerror(-ret));
-	}
-out:
-	if (b)
-		prof_builder_destroy(b);
-	if (sym)
-		sym_destroy(sym);
 	return ret;
 }
 

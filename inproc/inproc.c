@@ -56,12 +56,11 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#include "profile/export.h"
-#include "profile/profile.h"
+#include "lib/clock.h"
+#include "profile/output.h"
 #include "profile/stacks.h"
 #include "process/maps.h"
 #include "process/modules.h"
-#include "symbolize/symbolize.h"
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
@@ -128,7 +127,8 @@ static struct proc_modules *inproc_mods;
 static struct proc_maps inproc_maps;
 static uint64_t inproc_samples;
 static uint64_t inproc_lost;		/* could not be aggregated (ENOMEM) */
-static int64_t inproc_start_realtime_ns, inproc_start_mono_ns;
+static int64_t inproc_start_realtime_ns;
+static uint64_t inproc_start_mono_ns;
 
 static pthread_t inproc_drainer;
 static bool inproc_have_drainer;
@@ -144,14 +144,6 @@ static inproc_create_fn inproc_real_create;
 static pid_t inproc_gettid(void)
 {
 	return (pid_t)syscall(SYS_gettid);
-}
-
-static int64_t inproc_now_ns(clockid_t clk)
-{
-	struct timespec ts;
-
-	clock_gettime(clk, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /* ---- the signal handler -------------------------------------------------- */
@@ -490,43 +482,34 @@ static void inproc_stop_timers(void)
 
 static int inproc_write(void)
 {
-	struct prof_export_opts eo = {
-		.hz = inproc_hz,
-		.time_nanos = inproc_start_realtime_ns,
-		.duration_nanos = inproc_now_ns(CLOCK_MONOTONIC) - inproc_start_mono_ns,
-		.thread_label = inproc_label,
+	char lines[2][160];
+	const char *comments[2] = { lines[0], lines[1] };
+	struct prof_session ps = {
+		.stacks = inproc_stacks,
+		.mods = inproc_mods,
+		.export = {
+			.value = inproc_mode == INPROC_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
+			.hz = inproc_hz,
+			.time_nanos = inproc_start_realtime_ns,
+			.duration_nanos = (int64_t)(cprof_now_ns() - inproc_start_mono_ns),
+			.thread_label = inproc_label,
+		},
+		.comments = comments,
+		.n_comments = 2,
+		.format = PROF_FORMAT_PPROF,
+		.path = inproc_output,
 	};
-	struct prof_builder *b = NULL;
-	struct sym_ctx *sym = NULL;
-	char line[160];
-	int ret;
 
 	if (proc_maps_read(getpid(), &inproc_maps) == 0)
 		proc_modules_update(inproc_mods, &inproc_maps);
-	/* Without symbols the addresses still make a profile. */
-	if (sym_create(&sym, inproc_mods, 0) < 0)
-		sym = NULL;
-	ret = prof_export_cpu(inproc_stacks, inproc_mods, sym, &eo, &b);
-	if (ret < 0)
-		goto out_sym;
-	snprintf(line, sizeof(line), "cprof inproc HZ=%u mode=%s", inproc_hz,
+	snprintf(lines[0], sizeof(lines[0]), "cprof inproc HZ=%u mode=%s", inproc_hz,
 		 inproc_mode == INPROC_WALL ? "wall" : "cpu");
-	prof_add_comment(b, line);
-	snprintf(line, sizeof(line), "samples=%llu dropped=%llu",
+	snprintf(lines[1], sizeof(lines[1]), "samples=%llu dropped=%llu",
 		 (unsigned long long)inproc_samples,
 		 (unsigned long long)(__atomic_load_n(&inproc_dropped, __ATOMIC_RELAXED) +
 				      inproc_lost));
-	prof_add_comment(b, line);
-	/* prof_export has only the CPU sample types so far. */
-	if (inproc_mode == INPROC_WALL)
-		prof_add_comment(b, "wall mode: the cpu/nanoseconds values are wall-clock "
-				    "nanoseconds (every thread sampled whether running or not)");
-	ret = prof_write_file(b, inproc_output);
-	prof_builder_destroy(b);
-out_sym:
-	if (sym)
-		sym_destroy(sym);
-	return ret;
+	/* Without symbols the addresses still make a profile. */
+	return prof_write_session(&ps, NULL);
 }
 
 /* At exit: stop sampling, drain, write.  Runs once, whichever hook is first. */
@@ -705,8 +688,8 @@ static int inproc_setup(void)
 	pthread_atfork(NULL, NULL, inproc_atfork_child);
 	atexit(inproc_finish);
 
-	inproc_start_realtime_ns = inproc_now_ns(CLOCK_REALTIME);
-	inproc_start_mono_ns = inproc_now_ns(CLOCK_MONOTONIC);
+	inproc_start_realtime_ns = cprof_realtime_ns();
+	inproc_start_mono_ns = cprof_now_ns();
 	__atomic_store_n(&inproc_running, 1, __ATOMIC_RELEASE);
 	inproc_thread_begin();
 	return 0;

@@ -187,7 +187,10 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 	}
 	if (!k)
 		return 0;
-	if (x->o->thread_label && x->o->thread_label(thread, &tid, &name, x->o->arg) == 0) {
+	ret = x->o->thread_label ? x->o->thread_label(thread, &tid, &name, x->o->arg) : -ENOENT;
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	if (ret == 0) {
 		snprintf(tid_str, sizeof(tid_str), "%d", (int)tid);
 		labels[nl++] = (struct prof_label){ .key = "thread_id", .str = tid_str };
 		if (name && *name)
@@ -196,56 +199,61 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 	return prof_add_sample(x->b, x->loc_ids, k, values, labels, nl);
 }
 
-int prof_export_cpu(const struct prof_stacks *st, const struct proc_modules *mods,
-		    struct sym_ctx *sym, const struct prof_export_opts *o,
-		    struct prof_builder **out)
+/* One mapping per module that has samples, the main binary's first as pprof wants. */
+static int add_mappings(struct exporter *x, const struct prof_stacks *st)
 {
-	const char *vt = o->value_type ? o->value_type : "cpu";
+	size_t i;
+	int pass, ret;
+
+	x->n_modules = proc_modules_count(x->mods) + 1;
+	x->mapping_ids = calloc(x->n_modules, sizeof(*x->mapping_ids));
+	x->module_used = calloc(x->n_modules, sizeof(*x->module_used));
+	if (!x->mapping_ids || !x->module_used)
+		return -ENOMEM;
+	ret = prof_stacks_foreach(st, mark_modules, x);
+	if (ret < 0)
+		return ret;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 1; i < x->n_modules; i++) {
+			const struct proc_module *m = proc_modules_get(x->mods, (uint32_t)i);
+
+			if (!m || !x->module_used[i] || m->is_main != (pass == 0))
+				continue;
+			ret = add_mapping(x, m);
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,
+		struct sym_ctx *sym, const struct prof_export_opts *o, struct prof_builder **out)
+{
+	const char *vt = o->value == PROF_VALUE_WALL ? "wall" : "cpu";
 	const struct prof_value_type types[] = {
 		{ "samples", "count" },
 		{ vt, "nanoseconds" },
 	};
 	const struct prof_value_type period_type = { vt, "nanoseconds" };
 	struct exporter x = { .mods = mods, .sym = sym, .o = o };
-	size_t i;
 	int ret;
 
+	*out = NULL;
+	if ((o->value != PROF_VALUE_CPU && o->value != PROF_VALUE_WALL) || !o->hz)
+		return -EINVAL;
 	ret = prof_builder_create(&x.b, types, 2, period_type, 1000000000 / (int64_t)o->hz);
 	if (ret < 0)
 		return ret;
 	prof_set_time(x.b, o->time_nanos, o->duration_nanos);
-
-	x.n_modules = proc_modules_count(mods) + 1;
-	x.mapping_ids = calloc(x.n_modules, sizeof(*x.mapping_ids));
-	x.module_used = calloc(x.n_modules, sizeof(*x.module_used));
-	if (!x.mapping_ids || !x.module_used) {
-		ret = -ENOMEM;
-		goto err;
+	ret = add_mappings(&x, st);
+	if (!ret)
+		ret = prof_stacks_foreach(st, add_sample, &x);
+	if (!ret) {
+		*out = x.b;
+		x.b = NULL;
 	}
-	ret = prof_stacks_foreach(st, mark_modules, &x);
-	if (ret < 0)
-		goto err;
-	/* pprof wants the main binary's mapping first. */
-	for (i = 1; i < x.n_modules; i++) {
-		const struct proc_module *m = proc_modules_get(mods, (uint32_t)i);
-
-		if (m && m->is_main && x.module_used[i] && (ret = add_mapping(&x, m)) < 0)
-			goto err;
-	}
-	for (i = 1; i < x.n_modules; i++) {
-		const struct proc_module *m = proc_modules_get(mods, (uint32_t)i);
-
-		if (m && !m->is_main && x.module_used[i] && (ret = add_mapping(&x, m)) < 0)
-			goto err;
-	}
-	ret = prof_stacks_foreach(st, add_sample, &x);
-	if (ret < 0)
-		goto err;
-	*out = x.b;
-	x.b = NULL;
-err:
-	if (x.b)
-		prof_builder_destroy(x.b);
+	prof_builder_destroy(x.b);
 	free(x.mapping_ids);
 	free(x.module_used);
 	free(x.locs);

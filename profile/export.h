@@ -15,24 +15,34 @@
 #include "process/modules.h"
 #include "symbolize/symbolize.h"
 
+/* What the second value of a sample (after its count) measures, in ns. */
+enum prof_value {
+	PROF_VALUE_CPU = 1,	/* "cpu": CPU time */
+	PROF_VALUE_WALL,	/* "wall": wall-clock time */
+};
+
 struct prof_export_opts {
-	unsigned hz;
-	const char *value_type;		/* "cpu" (NULL) or "wall": sample values in ns */
+	enum prof_value value;		/* required: 0 is -EINVAL */
+	unsigned hz;			/* 1..: the period is 1e9/hz ns */
 	int64_t time_nanos;		/* start, CLOCK_REALTIME */
 	int64_t duration_nanos;
-	/* Thread key of prof_stacks -> tid and name.  Returns 0 or -ENOENT. */
+	/*
+	 * Thread key of prof_stacks -> tid and name (NULL: no labels).
+	 * Returns 0, -ENOENT (the thread is unknown: its samples get no
+	 * label) or another -errno, which fails the export.
+	 */
 	int (*thread_label)(uint32_t key, pid_t *tid, const char **name, void *arg);
 	void *arg;
 };
 
 /*
  * Builds the profile (sample types samples/count and VALUE/nanoseconds,
- * period type VALUE/nanoseconds, period 1e9/hz, where VALUE is o->value_type)
- * from st, symbolizing with sym.  Returns 0 or -errno; on
- * success *out is the builder, to be written and destroyed by the caller.
+ * period type VALUE/nanoseconds, period 1e9/hz, where VALUE is "cpu" or
+ * "wall" as o->value says) from st, symbolizing with sym (NULL: addresses
+ * only).  Returns 0 or -errno (-EINVAL: bad options); on success *out is
+ * the builder, to be written and destroyed by the caller.
  */
-int prof_export_cpu(const struct prof_stacks *st, const struct proc_modules *mods,
-		    struct sym_ctx *sym, const struct prof_export_opts *o,
-		    struct prof_builder **out);
+int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,
+		struct sym_ctx *sym, const struct prof_export_opts *o, struct prof_builder **out);
 
 #endif

@@ -569,15 +569,17 @@ profile_label_values() {
 	}' "$1.samples" | sort -u
 }
 
-# expect_valid_profile PROFILE WHAT: pprof reads it, it has the spec's sample
-# types and period type.  Parses it (pprof_parse).
+# expect_valid_profile PROFILE WHAT [VALUE]: pprof reads it, it has the
+# spec's sample types [samples/count, VALUE/nanoseconds] and period type
+# VALUE/nanoseconds; VALUE is cpu (the default) or wall.  Parses it
+# (pprof_parse).
 expect_valid_profile() {
+	local v=${3:-cpu}
 	pprof_parse "$1"
-	grep -qx 'SampleTypes: samples/count cpu/nanoseconds' "$1.header" ||
-		grep -Eqx 'SampleTypes: samples/count(\[dflt\])? cpu/nanoseconds(\[dflt\])?' "$1.header" ||
-		fail "$2: sample types are not [samples/count, cpu/nanoseconds]: $(grep SampleTypes "$1.header")"
-	grep -qx 'PeriodType: cpu nanoseconds' "$1.header" ||
-		fail "$2: period type is not cpu/nanoseconds: $(grep -i period "$1.header")"
+	grep -Eqx "SampleTypes: samples/count(\[dflt\])? $v/nanoseconds(\[dflt\])?" "$1.header" ||
+		fail "$2: sample types are not [samples/count, $v/nanoseconds]: $(grep SampleTypes "$1.header")"
+	grep -qx "PeriodType: $v nanoseconds" "$1.header" ||
+		fail "$2: period type is not $v/nanoseconds: $(grep -i period "$1.header")"
 }
 
 # go_helper NAME: build (once per test) a small Go program kept in this file.

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The one way a sampling session becomes a file, for cprof's own sampler and
+ * the in-process one alike: raw stacks -> symbolized (symbolize/) ->
+ * exported as a profile (export.h) -> written, atomically, as gzipped pprof,
+ * collapsed stacks or an SVG flame graph drawn from that same profile.
+ */
+#ifndef CPROF_PROFILE_OUTPUT_H
+#define CPROF_PROFILE_OUTPUT_H
+
+#include <stddef.h>
+
+#include "process/modules.h"
+#include "profile/export.h"
+#include "profile/stacks.h"
+
+enum prof_format {
+	PROF_FORMAT_PPROF,	/* gzipped perftools.profiles.Profile */
+	PROF_FORMAT_COLLAPSED,	/* folded stacks, flame.h */
+	PROF_FORMAT_SVG,	/* SVG flame graph, flame.h */
+};
+
+struct prof_session {
+	const struct prof_stacks *stacks;
+	const struct proc_modules *mods;	/* the modules the stacks' frames name */
+	struct prof_export_opts export;
+	const char *const *comments;	/* n_comments lines for the pprof comment field */
+	size_t n_comments;
+	enum prof_format format;
+	const char *title;		/* SVG only; NULL: "Flame Graph" */
+	const char *path;		/* "-": standard output */
+};
+
+/* Which step of prof_write_session failed. */
+enum prof_stage {
+	PROF_STAGE_NONE,	/* nothing failed */
+	PROF_STAGE_BUILD,	/* exporting the profile (out of memory, bad options) */
+	PROF_STAGE_WRITE,	/* writing path */
+};
+
+struct prof_session_result {
+	/* 0, or the -errno of loading symbols: the profile was then written
+	 * with addresses only (the build ids let pprof symbolize it later) */
+	int sym_err;
+	enum prof_stage failed;	/* set when the call fails */
+};
+
+/*
+ * Symbolizes, exports and writes s.  Failing to load symbols is not an
+ * error (res->sym_err says it happened).  res may be NULL.
+ * Returns 0 or -errno, res->failed saying of which step.
+ */
+int prof_write_session(const struct prof_session *s, struct prof_session_result *res);
+
+#endif
