@@ -80,6 +80,7 @@ void proc_modules_destroy(struct proc_modules *t)
 			close(e->pub.fd);
 		free(e->pub.path);
 		free(e->pub.build_id);
+		free(e->pub.go_build_id);
 		free(e->pub.open_path);
 		free(e);
 	}
@@ -147,6 +148,33 @@ static char *build_id_from_notes(Elf_Data *data)
 }
 
 /*
+ * Go's build id: a note named "Go" (Go pads the name to 4 bytes) of type 4 whose descriptor is the id as
+ * printable text ("actionID/contentID" hashes, as `go tool buildid` prints).
+ */
+static char *go_build_id_from_notes(Elf_Data *data)
+{
+	size_t off = 0, next, name_off, desc_off, i;
+	GElf_Nhdr nhdr;
+
+	while (off < data->d_size &&
+	       (next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
+		const char *name = (const char *)data->d_buf + name_off;
+		const char *d = (const char *)data->d_buf + desc_off;
+
+		if (nhdr.n_type == 4 && (nhdr.n_namesz == 3 || nhdr.n_namesz == 4) &&
+		    memcmp(name, "Go", 3) == 0 &&
+		    nhdr.n_descsz > 0 && nhdr.n_descsz <= 256) {
+			for (i = 0; i < nhdr.n_descsz; i++)
+				if (d[i] <= ' ' || d[i] > '~')
+					return NULL;
+			return strndup(d, nhdr.n_descsz);
+		}
+		off = next;
+	}
+	return NULL;
+}
+
+/*
  * Reads build-id, bias and PT_GNU_EH_FRAME from the module's file.  A file
  * that is not ELF, or is truncated, leaves the fields at their defaults: the
  * module stays, unsymbolizable.
@@ -189,14 +217,16 @@ static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
 				 ph.p_vaddr;
 			have_x_load = true;
 		}
-		if (ph.p_type == PT_NOTE && mod->build_id == NULL) {
+		if (ph.p_type == PT_NOTE && (!mod->build_id || !mod->go_build_id)) {
 			Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset,
 							   ph.p_filesz,
 							   ph.p_align == 8 ? ELF_T_NHDR8
 									   : ELF_T_NHDR);
 
-			if (d != NULL)
+			if (d != NULL && !mod->build_id)
 				mod->build_id = build_id_from_notes(d);
+			if (d != NULL && !mod->go_build_id)
+				mod->go_build_id = go_build_id_from_notes(d);
 		}
 	}
 	if (c->have_base && have_load) {

@@ -19,6 +19,7 @@ struct proc_module {
 	uint32_t id;		/* 1..N in discovery order, never reused */
 	char *path;		/* as the target sees it ("/usr/lib/.../libc.so.6", "[vdso]") */
 	char *build_id;		/* lowercase hex of NT_GNU_BUILD_ID, or NULL */
+	char *go_build_id;	/* Go's build id string (.note.go.buildid), or NULL */
 	uint64_t base;		/* runtime address of the mapping at file offset 0 */
 	uint64_t bias;		/* runtime address - ELF virtual address */
 	uint64_t text_start;	/* span of the executable mappings: [text_start, text_end) */

@@ -73,7 +73,8 @@ static int add_mapping(struct exporter *x, const struct proc_module *m)
 		.limit = m->text_end,
 		.offset = m->text_offset,
 		.filename = m->path,
-		.build_id = m->build_id,
+		/* Pure Go binaries often have only Go's own build id. */
+		.build_id = m->build_id ? m->build_id : m->go_build_id,
 	};
 	bool lines = x->sym && sym_module_has_lines(x->sym, m);
 

@@ -15,6 +15,7 @@
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
+#include "symbolize/cu_index.h"
 #include "symbolize/demangle.h"
 #include "symbolize/symbolize.h"
 
@@ -35,6 +36,9 @@ struct mod_state {
 	const char *build_id;	/* interned, the cache key */
 	bool tried;		/* reported (or failed to) */
 	bool has_lines;
+	bool cus_built;		/* cus was tried */
+	struct cu_index *cus;	/* CUs by their own ranges, for DWARF without aranges */
+	Dwarf_Addr cus_bias;
 };
 
 struct cache_entry {
@@ -215,6 +219,7 @@ free_ctx:
 void sym_destroy(struct sym_ctx *ctx)
 {
 	struct arena_chunk *next;
+	size_t i;
 
 	if (!ctx)
 		return;
@@ -229,6 +234,8 @@ void sym_destroy(struct sym_ctx *ctx)
 	cprof_htab_free(&ctx->str_index);
 	free(ctx->cache);
 	cprof_htab_free(&ctx->cache_index);
+	for (i = 0; i < ctx->nmods; i++)
+		cu_index_free(ctx->mods[i].cus);
 	free(ctx->mods);
 	free(ctx);
 }
@@ -352,23 +359,33 @@ static int demangle_bare(struct sym_ctx *ctx, const char *name, const char **out
 /*
  * Sets *out to the name shown to people: without an ELF symbol version
  * ("__libc_start_main@@GLIBC_2.34" is __libc_start_main to anyone reading a
- * profile; system_name keeps it whole), demangled when it is C++ or Rust.
- * Interned.
- * Returns 0 or -ENOMEM.
+ * profile; system_name keeps it whole), without the ABI suffix Go's linker
+ * adds (".abi0", ".abiinternal": Go's own profiles drop it), demangled when
+ * it is C++ or Rust.  Interned.  Returns 0 or -ENOMEM.
  */
 static int demangle(struct sym_ctx *ctx, const char *name, const char **out)
 {
+	static const char *const go_abi[] = { ".abi0", ".abiinternal" };
 	const char *at;
 	char *bare;
+	size_t len, i, k;
 	int ret;
 
 	*out = NULL;
 	if (!name)
 		return 0;
 	at = strchr(name, '@');
-	if (!at || at == name)
+	len = at && at != name ? (size_t)(at - name) : strlen(name);
+	for (i = 0; i < sizeof(go_abi) / sizeof(go_abi[0]); i++) {
+		k = strlen(go_abi[i]);
+		if (len > k && !memcmp(name + len - k, go_abi[i], k)) {
+			len -= k;
+			break;
+		}
+	}
+	if (!name[len])
 		return demangle_bare(ctx, name, out);
-	bare = strndup(name, (size_t)(at - name));
+	bare = strndup(name, len);
 	if (!bare)
 		return -ENOMEM;
 	ret = demangle_bare(ctx, bare, out);
@@ -460,15 +477,55 @@ static const char *resolve_symbol(Dwfl_Module *dm, Dwarf_Addr da)
 	return dwfl_module_addrinfo(dm, da, &off, &sym, NULL, NULL, NULL);
 }
 
-/* The line table row for da, kept only when its CU covers da. */
-static void resolve_line(Dwfl_Module *dm, Dwarf_Addr da, struct resolved *r)
+/*
+ * The CU DIE holding da (*bias: libdwfl's DWARF bias): libdw's answer
+ * through .debug_aranges, else the module's index of the CUs' own ranges,
+ * built on first need (Go writes no aranges).
+ */
+static Dwarf_Die *addr_cu(struct mod_state *st, Dwarf_Addr da, Dwarf_Die *mem, Dwarf_Addr *bias)
 {
+	Dwarf_Die *cu = dwfl_module_addrdie(st->dm, da, bias);
+	Dwarf *dbg;
+
+	if (cu)
+		return cu;
+	if (!st->cus_built) {
+		st->cus_built = true;
+		dbg = dwfl_module_getdwarf(st->dm, &st->cus_bias);
+		if (dbg && cu_index_build(&st->cus, dbg) < 0)
+			st->cus = NULL;
+	}
+	*bias = st->cus_bias;
+	return cu_index_find(st->cus, da - st->cus_bias, mem);
+}
+
+/* The line row for da from the CU index, when libdwfl found no CU. */
+static void resolve_line_indexed(struct mod_state *st, Dwarf_Addr da, struct resolved *r)
+{
+	Dwarf_Die mem, *cu;
+	Dwarf_Addr bias = 0;
+	Dwarf_Line *line;
+
+	cu = addr_cu(st, da, &mem, &bias);
+	if (!cu || !(line = dwarf_getsrc_die(cu, da - bias)))
+		return;
+	r->src = dwarf_linesrc(line, NULL, NULL);
+	if (!r->src || dwarf_lineno(line, &r->line) != 0)
+		r->line = 0;
+}
+
+/* The line table row for da, kept only when its CU covers da. */
+static void resolve_line(struct mod_state *st, Dwarf_Addr da, struct resolved *r)
+{
+	Dwfl_Module *dm = st->dm;
 	Dwfl_Line *line = dwfl_module_getsrc(dm, da);
 	Dwarf_Addr lbias = 0, laddr;
 	Dwarf_Die *lcu;
 
-	if (!line)
+	if (!line) {
+		resolve_line_indexed(st, da, r);
 		return;
+	}
 	/* libdw answers with the nearest line even past the end of its CU's
 	 * code (crt1's _start got the last line of main's file). */
 	lcu = dwfl_linecu(line);
@@ -524,16 +581,16 @@ static int name_frame(struct sym_ctx *ctx, const char *sys, struct sym_frame *f)
 }
 
 /* The inline chain at da as frames (innermost first); none without a CU. */
-static int resolve_inline(struct sym_ctx *ctx, Dwfl_Module *dm, Dwarf_Addr da,
+static int resolve_inline(struct sym_ctx *ctx, struct mod_state *st, Dwarf_Addr da,
 			  struct resolved *r)
 {
-	Dwarf_Die fns[MAX_FRAMES], *cudie;
+	Dwarf_Die fns[MAX_FRAMES], *cudie, cumem;
 	Dwarf_Files *files = NULL;
 	Dwarf_Addr bias = 0;
 	struct sym_frame *f;
 	int nfns, j, ret;
 
-	cudie = dwfl_module_addrdie(dm, da, &bias);
+	cudie = addr_cu(st, da, &cumem, &bias);
 	if (!cudie)
 		return 0;
 	nfns = inline_chain(cudie, da - bias, fns, MAX_FRAMES);
@@ -594,8 +651,8 @@ static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mo
 	da = vaddr + st->dm_bias;
 	r.symname = resolve_symbol(st->dm, da);
 	if (!(ctx->flags & SYM_NO_SOURCE)) {
-		resolve_line(st->dm, da, &r);
-		ret = resolve_inline(ctx, st->dm, da, &r);
+		resolve_line(st, da, &r);
+		ret = resolve_inline(ctx, st, da, &r);
 		if (ret < 0)
 			return ret;
 	}
