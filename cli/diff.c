@@ -1,50 +1,52 @@
 /* SPDX-License-Identifier: MIT */
-/* cprof diff: how each function's share of two profiles changed; exit 3 past a threshold. */
+/* cprof diff: how each function's share of two profiles changed, and whether beyond noise. */
 #include "config.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
-#include "profile/reader.h"
-#include "profile/report.h"
+#include "cli/diff.h"
 
-/*
- * diff's own status, distinct from 0/1/2/64: some function's cumulative
- * share grew by more than the threshold.  A CI job can tell "slower" from
- * "cprof failed".
- */
-#define DIFF_EXIT_GREW 3
+#define DEFAULT_POWER 0.8	/* "detect": find it significant 4 runs in 5 */
 
 static void diff_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cprof diff BASE NEW [--threshold PCT] [--by function|line] [--type TYPE]\n"
-		"                  [--top N] [--json]\n"
+		"usage: cprof diff BASE NEW [--threshold PCT] [--confidence PCT] [--flat]\n"
+		"                  [--focus REGEX] [--ignore REGEX] [--by function|line]\n"
+		"                  [--type TYPE] [--top N] [-f text|json|markdown]\n"
 		"\n"
 		"Compares two pprof profiles function by function: the change of each one's\n"
 		"share of its profile's total, cumulative and flat, in percentage points, so\n"
 		"that runs of different lengths compare.  Functions are matched by name and\n"
-		"file, never by address.  Sorted by the size of the change in cumulative share.\n"
+		"file, never by address.  Each change is tested against sampling noise on the\n"
+		"sample counts (a two-proportion z-test): the margin column is the change\n"
+		"that noise alone stays under at the confidence.\n"
 		"\n"
-		"      --threshold PCT    exit 3 when a cumulative share grew by more than PCT\n"
-		"                         percentage points (default 5)\n"
+		"      --threshold PCT    exit 3 when a share grew by more than PCT points\n"
+		"                         (default 5) and by more than its noise margin\n"
+		"      --confidence PCT   confidence of the noise test, 50..99.9999 (default 99)\n"
+		"      --flat             gate on flat shares (self time), not cumulative ones\n"
+		"      --focus REGEX      only functions whose name matches (POSIX extended)\n"
+		"      --ignore REGEX     leave out functions whose name matches\n"
 		"      --by function|line per function (default) or per source line\n"
 		"  -t, --type TYPE        sample type to compare (default: BASE's default)\n"
 		"  -n, --top N            rows to show (default all)\n"
-		"      --json             one JSON object on stdout\n"
+		"  -f, --format FMT       text (default), json, or markdown (a table of the\n"
+		"                         significant changes, for CI job summaries)\n"
+		"      --json             the same as -f json\n"
 		"  -h, --help             this help\n"
 		"\n"
-		"Exit status: 0 no share grew past the threshold, 3 one did, 1/2/64 as\n"
-		"other commands (2: a profile cannot be read or compared, 64: usage).\n");
+		"Exit status: 0 no share grew significantly past the threshold, 3 one did,\n"
+		"1/2/64 as other commands (2: a profile cannot be read or compared, 64: usage).\n");
 }
 
-/* "5", "2.5", "10%": percentage points in [0, 100]. */
-static int parse_threshold(const char *s, double *out)
+/* "5", "2.5", "10%": a number in [lo, hi]. */
+static int parse_percent(const char *s, double lo, double hi, double *out)
 {
 	char *end;
 	double v;
@@ -55,135 +57,54 @@ static int parse_threshold(const char *s, double *out)
 		return -EINVAL;
 	if (*end == '%')
 		end++;
-	if (*end || v < 0 || v > 100)
+	if (*end || v < lo || v > hi)
 		return -EINVAL;
 	*out = v;
 	return 0;
 }
 
-/* A change in points: "+12.34", "-0.50", "0.00" (never "-0.00"). */
-static void fmt_change(char *buf, size_t size, double d)
-{
-	if (fabs(d) < 0.005)
-		snprintf(buf, size, "0.00");
-	else
-		snprintf(buf, size, "%+.2f", d);
-}
-
-static void row_label(char *buf, size_t size, int by, const struct prof_diff_row *r)
-{
-	const char *mark = !r->in_base ? " (new)" : !r->in_new ? " (gone)" : "";
-
-	if (by == PROF_RPT_LINE && *r->file)
-		snprintf(buf, size, "%s %s:%" PRId64 "%s", r->name, r->file, r->line, mark);
-	else
-		snprintf(buf, size, "%s%s", r->name, mark);
-}
-
-struct side {
-	const char *path;
-	struct prof_rd_profile *p;
-	struct prof_rpt *r;
-};
-
-static void print_side_text(const char *what, const struct side *s)
-{
-	const struct prof_rd_value_type *t = &s->p->sample_types[s->r->type];
-	char v[64];
-
-	prof_rpt_format_value(v, sizeof(v), s->r->total, t->unit);
-	printf("%s %s: %s total %s in %zu records\n", what, s->path, t->type, v,
-	       s->p->n_samples);
-}
-
-static void print_text(const struct side *base, const struct side *new_side,
-		       const struct prof_diff *d, int by, double threshold, size_t top)
-{
-	char c1[32], c2[32], label[4096];
-	size_t i, n = d->n_rows < top ? d->n_rows : top;
-
-	print_side_text("Base:", base);
-	print_side_text("New: ", new_side);
-	printf("Changes of each %s's share of its profile's total, in percentage points\n",
-	       by == PROF_RPT_LINE ? "line" : "function");
-	printf("%8s %8s %8s %8s %9s %9s  %s\n", "cum", "flat", "base cum", "new cum",
-	       "base flat", "new flat", by == PROF_RPT_LINE ? "line" : "function");
-	for (i = 0; i < n; i++) {
-		const struct prof_diff_row *r = &d->rows[i];
-
-		fmt_change(c1, sizeof(c1), r->d_cum);
-		fmt_change(c2, sizeof(c2), r->d_flat);
-		row_label(label, sizeof(label), by, r);
-		printf("%8s %8s %7.2f%% %7.2f%% %8.2f%% %8.2f%%  %s\n", c1, c2, r->base_cum,
-		       r->new_cum, r->base_flat, r->new_flat, label);
-	}
-	if (n < d->n_rows)
-		printf("(%zu more rows; --top to show them)\n", d->n_rows - n);
-	if (d->max_growth > threshold)
-		printf("Grew past the threshold of %.2f points: largest growth %+.2f points\n",
-		       threshold, d->max_growth);
-	else
-		printf("Nothing grew past the threshold of %.2f points\n", threshold);
-}
-
-static void print_side_json(const struct side *s)
-{
-	const struct prof_rd_value_type *t = &s->p->sample_types[s->r->type];
-
-	printf("{\"file\":");
-	cli_json_string(stdout, s->path);
-	printf(",\"type\":");
-	cli_json_string(stdout, t->type);
-	printf(",\"unit\":");
-	cli_json_string(stdout, t->unit);
-	printf(",\"total\":%" PRId64 ",\"records\":%zu,\"duration_nanos\":%" PRId64 "}",
-	       s->r->total, s->p->n_samples, s->p->duration_nanos);
-}
-
-static void print_json(const struct side *base, const struct side *new_side,
-		       const struct prof_diff *d, int by, double threshold, size_t top)
-{
-	size_t i, n = d->n_rows < top ? d->n_rows : top;
-
-	printf("{\"base\":");
-	print_side_json(base);
-	printf(",\"new\":");
-	print_side_json(new_side);
-	printf(",\"by\":\"%s\",\"threshold\":%.4f,\"max_growth\":%.4f,\"grew\":%s,"
-	       "\"n_rows\":%zu,\"rows\":[",
-	       cli_by_name(by), threshold, d->max_growth,
-	       d->max_growth > threshold ? "true" : "false", d->n_rows);
-	for (i = 0; i < n; i++) {
-		const struct prof_diff_row *r = &d->rows[i];
-
-		printf("%s\n{\"name\":", i ? "," : "");
-		cli_json_string(stdout, r->name);
-		printf(",\"file\":");
-		cli_json_string(stdout, r->file);
-		if (by == PROF_RPT_LINE)
-			printf(",\"line\":%" PRId64, r->line);
-		printf(",\"status\":\"%s\",\"d_cum\":%.4f,\"d_flat\":%.4f,"
-		       "\"base_cum\":%.4f,\"new_cum\":%.4f,\"base_flat\":%.4f,\"new_flat\":%.4f}",
-		       !r->in_base ? "new" : !r->in_new ? "gone" : "both",
-		       r->d_cum, r->d_flat, r->base_cum, r->new_cum, r->base_flat, r->new_flat);
-	}
-	printf("]}\n");
-}
-
-struct diff_args {
-	double threshold;
-	int by;
-	const char *type;
-	unsigned long top;
-	bool json;
-};
-
 static enum cli_opt_status opt_threshold(void *value, const char *arg)
 {
-	if (parse_threshold(arg, value) == 0)
+	if (parse_percent(arg, 0, 100, value) == 0)
 		return CLI_OPT_TAKEN;
 	cli_error("diff: invalid --threshold '%s': expected percentage points, 0..100", arg);
 	return CLI_OPT_INVALID;
+}
+
+static enum cli_opt_status opt_confidence(void *value, const char *arg)
+{
+	double v;
+
+	if (parse_percent(arg, 50, 99.9999, &v) == 0) {
+		*(double *)value = v / 100;
+		return CLI_OPT_TAKEN;
+	}
+	cli_error("diff: invalid --confidence '%s': expected a percentage, 50..99.9999", arg);
+	return CLI_OPT_INVALID;
+}
+
+static enum cli_opt_status opt_format(void *value, const char *arg)
+{
+	static const char *const names[] = {
+		[DIFF_TEXT] = "text", [DIFF_JSON] = "json", [DIFF_MARKDOWN] = "markdown",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(arg, names[i]) == 0) {
+			*(enum diff_format *)value = (enum diff_format)i;
+			return CLI_OPT_TAKEN;
+		}
+	}
+	cli_error("diff: invalid format '%s': text, json or markdown", arg);
+	return CLI_OPT_INVALID;
+}
+
+static enum cli_opt_status opt_json(void *value, const char *arg)
+{
+	(void)arg;
+	*(enum diff_format *)value = DIFF_JSON;
+	return CLI_OPT_TAKEN;
 }
 
 static const struct cli_command_line diff_line = {
@@ -191,10 +112,42 @@ static const struct cli_command_line diff_line = {
 	.missing = "give two profiles, BASE and NEW (see 'cprof diff --help')",
 };
 
+/* Compiles --focus and --ignore.  Returns 0, or -EINVAL once reported. */
+static int compile_patterns(struct diff_args *da)
+{
+	const char *what[2] = { "--focus", "--ignore" }, *pat[2] = { da->focus, da->ignore };
+	regex_t *re[2] = { &da->focus_re, &da->ignore_re };
+	char why[256];
+	int i, ret;
+
+	for (i = 0; i < 2; i++) {
+		if (!pat[i])
+			continue;
+		ret = regcomp(re[i], pat[i], REG_EXTENDED | REG_NOSUB);
+		if (ret) {
+			regerror(ret, re[i], why, sizeof(why));
+			cli_error("diff: invalid %s '%s': %s (a POSIX extended regular expression)",
+				  what[i], pat[i], why);
+			if (i == 1 && da->focus)
+				regfree(&da->focus_re);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static void free_patterns(struct diff_args *da)
+{
+	if (da->focus)
+		regfree(&da->focus_re);
+	if (da->ignore)
+		regfree(&da->ignore_re);
+}
+
 /* Reads both profiles and picks one sample type both have.  Returns 0, or
  * the exit code once the error is reported. */
-static int load_sides(const struct diff_args *da, struct side *base, struct side *new_side,
-		      size_t *base_idx, size_t *new_idx)
+static int load_sides(const struct diff_args *da, struct diff_side *base,
+		      struct diff_side *new_side, size_t *base_idx, size_t *new_idx)
 {
 	const char *type;
 	int k;
@@ -216,10 +169,41 @@ static int load_sides(const struct diff_args *da, struct side *base, struct side
 	return 0;
 }
 
+/*
+ * The noise test needs counts of samples: the "samples" type when both
+ * profiles have one (it may be the compared type itself).  Leaves counts
+ * NULL when there is none.  Returns 0 or -ENOMEM.
+ */
+static int build_counts(const struct diff_args *da, struct diff_side *s, size_t idx)
+{
+	int k = prof_rd_find_type(s->p, "samples");
+	int ret;
+
+	if (k < 0)
+		return 0;
+	if ((size_t)k == idx) {
+		s->counts = s->r;
+	} else {
+		ret = prof_rpt_build(s->p, (size_t)k, (enum prof_rpt_by)da->by, &s->counts);
+		if (ret < 0)
+			return ret;
+	}
+	s->samples = s->counts->total;
+	return 0;
+}
+
+static void free_side(struct diff_side *s)
+{
+	if (s->counts != s->r)
+		prof_rpt_free(s->counts);
+	prof_rpt_free(s->r);
+	prof_rd_free(s->p);
+}
+
 /* Builds both reports and their difference.  Returns 0, or the exit code
  * once the error is reported. */
-static int compare(const struct diff_args *da, struct side *base, struct side *new_side,
-		   struct prof_diff **d)
+static int compare(const struct diff_args *da, struct diff_side *base,
+		   struct diff_side *new_side, struct prof_diff **d, struct prof_diff **cd)
 {
 	size_t base_idx, new_idx;
 	const char *type;
@@ -242,6 +226,13 @@ static int compare(const struct diff_args *da, struct side *base, struct side *n
 	}
 	if (ret == 0)
 		ret = prof_diff_build(base->r, new_side->r, d);
+	if (ret == 0)
+		ret = build_counts(da, base, base_idx);
+	if (ret == 0)
+		ret = build_counts(da, new_side, new_idx);
+	if (ret == 0 && base->counts && new_side->counts && base->samples > 0 &&
+	    new_side->samples > 0)
+		ret = prof_diff_build(base->counts, new_side->counts, cd);
 	if (ret < 0) {
 		cli_error("cannot compare '%s' with '%s': %s", new_side->path, base->path,
 			  strerror(-ret));
@@ -250,42 +241,182 @@ static int compare(const struct diff_args *da, struct side *base, struct side *n
 	return 0;
 }
 
+static int cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+/* Diff rows by name, file, line: to find a row's counts. */
+static int cmp_key(const void *a, const void *b)
+{
+	const struct prof_diff_row *x = *(const struct prof_diff_row *const *)a;
+	const struct prof_diff_row *y = *(const struct prof_diff_row *const *)b;
+	int c = cmp_str(x->name, y->name);
+
+	if (!c)
+		c = cmp_str(x->file, y->file);
+	return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct diff_entry *x = a, *y = b;
+
+	return (fabs(x->change) < fabs(y->change)) - (fabs(x->change) > fabs(y->change));
+}
+
+static bool selected(const struct diff_args *da, const char *name)
+{
+	if (da->focus && regexec(&da->focus_re, name, 0, NULL, 0) != 0)
+		return false;
+	return !(da->ignore && regexec(&da->ignore_re, name, 0, NULL, 0) == 0);
+}
+
+/* Tests one entry against the noise, from its row's counts (key). */
+static void test_entry(const struct diff_args *da, struct diff_entry *e,
+		       const struct prof_diff_row *counts, double n_base, double n_new)
+{
+	double b = da->flat ? counts->base_flat : counts->base_cum;
+	double a = da->flat ? counts->new_flat : counts->new_cum;
+
+	prof_sig_compare(b / 100, n_base, a / 100, n_new, da->confidence, &e->sig);
+	e->tested = true;
+}
+
+/* How many samples a threshold-sized growth needs, over the entries. */
+static void check_power(const struct diff_args *da, const struct diff_side *base,
+			const struct diff_side *new_side, struct diff_result *res)
+{
+	double delta = da->threshold / 100, need;
+	size_t i;
+
+	if (!res->tested || delta <= 0)
+		return;
+	for (i = 0; i < res->n; i++) {
+		const struct prof_diff_row *r = res->entries[i].row;
+		double share = (da->flat ? r->base_flat : r->base_cum) / 100;
+
+		need = prof_sig_samples_needed(share, delta, da->confidence, DEFAULT_POWER);
+		if (need > res->needed) {
+			res->needed = need;
+			res->needed_share = 100 * share;
+		}
+	}
+	res->underpowered = (double)base->samples < res->needed ||
+			    (double)new_side->samples < res->needed;
+}
+
+/*
+ * Selects, tests and sorts the rows of d; cd holds the same rows on the
+ * sample counts (NULL: no counts, nothing is tested).  Returns 0 or -ENOMEM.
+ */
+static int evaluate(const struct diff_args *da, const struct diff_side *base,
+		    const struct diff_side *new_side, const struct prof_diff *d,
+		    const struct prof_diff *cd, struct diff_result *res)
+{
+	const struct prof_diff_row **keys = NULL;
+	size_t i;
+
+	res->entries = calloc(d->n_rows ? d->n_rows : 1, sizeof(*res->entries));
+	if (cd)
+		keys = calloc(cd->n_rows ? cd->n_rows : 1, sizeof(*keys));
+	if (!res->entries || (cd && !keys)) {
+		free(keys);
+		return -ENOMEM;
+	}
+	for (i = 0; cd && i < cd->n_rows; i++)
+		keys[i] = &cd->rows[i];
+	if (cd)
+		qsort(keys, cd->n_rows, sizeof(*keys), cmp_key);
+	res->tested = cd != NULL;
+	for (i = 0; i < d->n_rows; i++) {
+		const struct prof_diff_row *r = &d->rows[i], *const *k = NULL;
+		struct diff_entry *e = &res->entries[res->n];
+
+		if (!selected(da, r->name))
+			continue;
+		res->n++;
+		e->row = r;
+		e->change = da->flat ? r->d_flat : r->d_cum;
+		if (cd)
+			k = bsearch(&r, keys, cd->n_rows, sizeof(*keys), cmp_key);
+		if (k)
+			test_entry(da, e, *k, (double)base->samples, (double)new_side->samples);
+		/* Without counts the threshold alone decides, as before. */
+		e->significant = fabs(e->change) > da->threshold && (!cd || (k && e->sig.significant));
+		e->regression = e->significant && e->change > 0;
+		res->n_significant += e->significant;
+		res->n_regressions += e->regression;
+	}
+	free(keys);
+	qsort(res->entries, res->n, sizeof(*res->entries), cmp_entry);
+	check_power(da, base, new_side, res);
+	return 0;
+}
+
+static void print(const struct diff_args *da, const struct diff_side *base,
+		  const struct diff_side *new_side, const struct prof_diff *d,
+		  const struct diff_result *res)
+{
+	switch (da->format) {
+	case DIFF_TEXT:
+		diff_print_text(da, base, new_side, res);
+		break;
+	case DIFF_JSON:
+		diff_print_json(da, base, new_side, d, res);
+		break;
+	case DIFF_MARKDOWN:
+		diff_print_markdown(da, base, new_side, res);
+		break;
+	}
+}
+
 int cmd_diff(int argc, char **argv)
 {
-	struct diff_args da = { .threshold = 5, .by = PROF_RPT_FUNCTION };
+	struct diff_args da = { .threshold = 5, .confidence = 0.99, .by = PROF_RPT_FUNCTION };
 	const struct cli_option opts[] = {
 		CLI_OPTION_CALLBACK(0, "threshold", &da.threshold, opt_threshold),
+		CLI_OPTION_CALLBACK(0, "confidence", &da.confidence, opt_confidence),
+		CLI_OPTION_BOOL(0, "flat", &da.flat),
+		CLI_OPTION_STRING(0, "focus", &da.focus),
+		CLI_OPTION_STRING(0, "ignore", &da.ignore),
 		CLI_OPTION_CALLBACK(0, "by", &da.by, cli_opt_by_no_file),
 		CLI_OPTION_STRING('t', "type", &da.type),
 		CLI_OPTION_ULONG('n', "top", &da.top, 1, (unsigned long)-1),
-		CLI_OPTION_BOOL(0, "json", &da.json),
+		CLI_OPTION_CALLBACK('f', "format", &da.format, opt_format),
+		CLI_OPTION_CALLBACK_FLAG(0, "json", &da.format, opt_json),
 		CLI_OPTION_END,
 	};
-	struct side base = { NULL, NULL, NULL }, new_side = { NULL, NULL, NULL };
-	struct prof_diff *d = NULL;
+	struct diff_side base = { 0 }, new_side = { 0 };
+	struct prof_diff *d = NULL, *cd = NULL;
+	struct diff_result res = { 0 };
 	enum cli_parse_result pr;
-	size_t top;
 	int code, first;
 
 	pr = cli_parse_options(&diff_line, opts, argc, argv, &first);
 	if (pr != CLI_PARSE_OK)
 		return cli_parse_exit_code(pr);
+	if (compile_patterns(&da) < 0)
+		return CPROF_EXIT_USAGE;
 	base.path = argv[first];
 	new_side.path = argv[first + 1];
-	code = compare(&da, &base, &new_side, &d);
+	code = compare(&da, &base, &new_side, &d, &cd);
 	if (code)
 		goto out;
-	top = da.top ? da.top : (size_t)-1;
-	if (da.json)
-		print_json(&base, &new_side, d, da.by, da.threshold, top);
-	else
-		print_text(&base, &new_side, d, da.by, da.threshold, top);
-	code = d->max_growth > da.threshold ? DIFF_EXIT_GREW : CPROF_EXIT_OK;
+	if (evaluate(&da, &base, &new_side, d, cd, &res) < 0) {
+		cli_error("cannot compare '%s' with '%s': %s", new_side.path, base.path,
+			  strerror(ENOMEM));
+		code = CPROF_EXIT_FATAL;
+		goto out;
+	}
+	print(&da, &base, &new_side, d, &res);
+	code = res.n_regressions ? DIFF_EXIT_GREW : CPROF_EXIT_OK;
 out:
+	free(res.entries);
+	prof_diff_free(cd);
 	prof_diff_free(d);
-	prof_rpt_free(new_side.r);
-	prof_rpt_free(base.r);
-	prof_rd_free(new_side.p);
-	prof_rd_free(base.p);
+	free_side(&new_side);
+	free_side(&base);
+	free_patterns(&da);
 	return code;
 }
