@@ -113,6 +113,21 @@ enum cli_parse_result cli_session_finish_args(struct cli_session *a, const char 
 int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		    void (*after_attach)(void *), void *arg, struct sampler_stats *final);
 
+struct prof_builder;
+struct prof_stacks;
+struct sym_ctx;
+
+/*
+ * The profile of stacks, sampled by s with the options a (a whole session,
+ * or a window of one whose statistics st are), symbolized with sym (NULL:
+ * addresses only), with the cost comments attach writes; what describes
+ * the command.  Prints nothing.  Returns 0 or -errno; *out is the caller's
+ * to destroy.
+ */
+int cli_session_profile(const struct cli_session *a, const char *what, const struct sampler *s,
+			const struct prof_stacks *stacks, struct sym_ctx *sym,
+			const struct sampler_stats *st, struct prof_builder **out);
+
 #define CLI_INPROC_LIB "libcprof-inproc.so"
 
 /* The in-process sampler library, beside the cprof binary or installed:
@@ -125,6 +140,14 @@ int cli_exit_code_of(int status);
 int cmd_attach(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_dump_threads(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+
+/*
+ * dump-threads for cprof serve: captures pid's threads and prints them to f
+ * as `cprof dump-threads -p PID [--json]` does, and nothing anywhere else.
+ * Returns 0, or -errno with "<cause> (<hint>)" in why.
+ */
+int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size);
 
 /* Shared by report and diff (cli/report.c). */
 struct prof_rd_profile;

@@ -307,6 +307,35 @@ static void print_json(struct printer *pr)
 	fputs("\n  ]\n}\n", f);
 }
 
+int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size)
+{
+	/* dump-threads' defaults: see parse_args */
+	struct dump_args a = { .pid = pid, .json = json, .max_frames = DEFAULT_FRAMES,
+			       .stack_size = 256u << 10 };
+	struct capture_opts co = { .stack_size = a.stack_size, .max_frames = a.max_frames };
+	struct capture c;
+	struct printer pr = { .a = &a, .c = &c, .f = f };
+	int ret;
+
+	ret = capture_process(pid, &co, &c);
+	if (ret < 0) {
+		if (c.attached || !cli_attach_obstacle(pid, ret, why, size))
+			snprintf(why, size, "%s", strerror(-ret));
+		capture_free(&c);
+		return ret;
+	}
+	if (sym_create(&pr.sym, c.mods, 0) < 0)
+		pr.sym = NULL;	/* addresses only, as dump-threads prints them */
+	if (json)
+		print_json(&pr);
+	else
+		print_text(&pr);
+	if (pr.sym)
+		sym_destroy(pr.sym);
+	capture_free(&c);
+	return 0;
+}
+
 int cmd_dump_threads(int argc, char **argv)
 {
 	struct dump_args a = { 0 };

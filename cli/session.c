@@ -229,6 +229,37 @@ static int write_profile(struct sampler *s, const struct cli_session *a, pid_t p
 	return ret;
 }
 
+/* A window's profile for cprof serve: the same export and comments as
+ * write_profile's, kept in memory for the caller to send. */
+int cli_session_profile(const struct cli_session *a, const char *what, const struct sampler *s,
+			const struct prof_stacks *stacks, struct sym_ctx *sym,
+			const struct sampler_stats *st, struct prof_builder **out)
+{
+	char lines[N_COMMENTS][COMMENT_MAX];
+	struct prof_export_opts eo = {
+		.value = a->mode == SAMPLER_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
+		.hz = a->hz,
+		.time_nanos = (int64_t)st->start_realtime_ns,
+		.duration_nanos = (int64_t)st->elapsed_ns,
+		.thread_label = label_of,
+		.arg = (void *)s,
+	};
+	size_t i;
+	int ret;
+
+	ret = prof_export(stacks, sampler_modules(s), sym, &eo, out);
+	if (ret < 0)
+		return ret;
+	format_comments(lines, a, what, st);
+	for (i = 0; i < N_COMMENTS && ret == 0; i++)
+		ret = prof_add_comment(*out, lines[i]);
+	if (ret < 0) {
+		prof_builder_destroy(*out);
+		*out = NULL;
+	}
+	return ret;
+}
+
 static void print_summary(const struct cli_session *a, const struct sampler_stats *st)
 {
 	const struct tracer_stats *t = &st->tracer;

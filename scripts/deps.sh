@@ -9,9 +9,9 @@ set -eu
 
 PACKAGES="
 libunwind-dev libelf-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler
-zlib1g-dev autoconf automake libtool pkg-config make gcc
+zlib1g-dev libmicrohttpd-dev autoconf automake libtool pkg-config make gcc
 libiberty-dev
-golang-go elfutils strace libc6-dbg binutils procps rustc
+golang-go elfutils strace libc6-dbg binutils procps rustc curl
 "
 
 if ! command -v dpkg-query >/dev/null 2>&1; then
