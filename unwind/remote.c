@@ -12,6 +12,7 @@
 #include "unwind/debug_frame.h"
 #include "unwind/remote.h"
 #include "unwind/roots.h"
+#include "unwind/sigframe.h"
 
 /* Exported by libunwind-x86_64 (it is what _UPT_find_proc_info calls) but not
  * declared in its public headers. */
@@ -65,6 +66,8 @@ struct remote_unwinder {
 	bool bad_memory;
 	bool missing_reg;
 	bool step_without_cfi;	/* the current step found no CFI for a pc */
+	bool in_signal_ctx;	/* registers come from sig_regs, not the snapshot */
+	struct user_regs_struct sig_regs; /* the context a signal interrupted */
 	bool rbp_probed;	/* frame_pointer_guess ran for this walk */
 	uint64_t rbp_guess;	/* its answer, 0 for none */
 	uint64_t rbp_floor;	/* SP of the frame that needs %rbp; 0: do not guess */
@@ -150,6 +153,11 @@ static int read_mem(struct remote_unwinder *u, uint64_t addr, void *dst, size_t 
 
 	if (s && addr >= s->stack_start && addr + len <= s->stack_start + s->stack_len) {
 		memcpy(dst, s->stack + (addr - s->stack_start), len);
+		return 0;
+	}
+	if (s && s->stack2_len && addr >= s->stack2_start &&
+	    addr + len <= s->stack2_start + s->stack2_len) {
+		memcpy(dst, s->stack2 + (addr - s->stack2_start), len);
 		return 0;
 	}
 	if (u->stack_map && addr >= u->stack_map->start && addr < u->stack_map->end) {
@@ -253,11 +261,11 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
 			  void *arg)
 {
 	struct remote_unwinder *u = arg;
-	const struct user_regs_struct *r = &u->snap->regs;
+	const struct user_regs_struct *r = u->in_signal_ctx ? &u->sig_regs : &u->snap->regs;
 
 	if (write)
 		return -UNW_EREADONLYREG;
-	if (u->snap->regs_partial && reg != UNW_X86_64_RSP && reg != UNW_X86_64_RIP) {
+	if (u->snap->regs_partial && !u->in_signal_ctx && reg != UNW_X86_64_RSP && reg != UNW_X86_64_RIP) {
 		if (reg == UNW_X86_64_RBP && u->rbp_floor && frame_pointer_guess(u, val))
 			return 0;
 		/* Captured without a stop: the caller stops the thread instead. */
@@ -559,9 +567,39 @@ static void put_frame(struct remote_unwinder *u, struct prof_frame *f, uint64_t 
 	f->flags = exact ? PROF_FRAME_EXACT : 0;
 }
 
+/* Whether ip is a signal restorer (the return address of a handler). */
+static bool is_restorer(struct remote_unwinder *u, uint64_t ip)
+{
+	uint8_t code[SIGFRAME_RESTORER_LEN];
+
+	return read_mem(u, ip, code, sizeof(code)) == 0 && sigframe_is_restorer_code(code);
+}
+
+/*
+ * c is at a restorer frame: its SP is the ucontext of the signal.  Restarts
+ * c from the registers of the code the signal interrupted, which libunwind
+ * cannot reach itself when the restorer has no CFI (Go's).  Returns 0 or
+ * -EFAULT (the ucontext could not be read).
+ */
+static int enter_signal_context(struct remote_unwinder *u, unw_cursor_t *c)
+{
+	uint64_t gregs[SIGFRAME_GREGS];
+	unw_word_t sp;
+
+	if (unw_get_reg(c, UNW_REG_SP, &sp) < 0 ||
+	    read_mem(u, sp + SIGFRAME_GREGS_OFFSET, gregs, sizeof(gregs)) < 0)
+		return -EFAULT;
+	sigframe_regs(gregs, &u->sig_regs);
+	if (!u->sig_regs.rip)
+		return -EFAULT;
+	u->in_signal_ctx = true;
+	return unw_init_remote(c, u->as, u) < 0 ? -EFAULT : 0;
+}
+
 static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
 		   size_t max, enum remote_end *end, uint64_t *fail_sp)
 {
+	enum roots_kind kind;
 	unw_cursor_t c;
 	unw_word_t ip;
 	size_t n = 0;
@@ -576,6 +614,7 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 	u->bad_memory = false;
 	u->missing_reg = false;
 	u->rbp_probed = false;
+	u->in_signal_ctx = false;
 	*fail_sp = 0;
 	put_frame(u, &frames[n++], snap_pc(s), true);
 	if (root_kind(u, snap_pc(s), true) == ROOTS_THREAD) {
@@ -620,10 +659,26 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 				*end = REMOTE_END_ERROR;
 			break;
 		}
+		if (is_restorer(u, ip)) {
+			/* A signal frame: go on from the interrupted code. */
+			put_frame(u, &frames[n++], ip, true);
+			if (enter_signal_context(u, &c) < 0) {
+				*end = u->hit_end_of_snapshot ? REMOTE_END_TRUNCATED :
+					REMOTE_END_BAD_MEMORY;
+				break;
+			}
+			if (n == max) {
+				*end = REMOTE_END_MAX_FRAMES;
+				break;
+			}
+			ip = u->sig_regs.rip;
+			was_signal = 1;
+		}
 		/* The frame interrupted by a signal resumes at its exact pc;
 		 * every other caller's ip is a return address. */
 		put_frame(u, &frames[n++], ip, was_signal);
-		switch (root_kind(u, ip, was_signal)) {
+		kind = root_kind(u, ip, was_signal);
+		switch (kind) {
 		case ROOTS_THREAD:
 			*end = REMOTE_END_COMPLETE;
 			goto out;
@@ -637,6 +692,7 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 out:
 	u->snap = NULL;
 	u->stack_map = NULL;
+	u->in_signal_ctx = false;
 	return n;
 }
 

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 
 #include "process/procfs.h"
+#include "unwind/sigframe.h"
 #include "unwind/snapshot.h"
 
 int snap_init(struct snap *s, size_t cap)
@@ -25,7 +26,10 @@ int snap_init(struct snap *s, size_t cap)
 void snap_fini(struct snap *s)
 {
 	free(s->stack);
+	free(s->stack2);
 	s->stack = NULL;
+	s->stack2 = NULL;
+	s->stack2_len = 0;
 	s->stack_cap = 0;
 }
 
@@ -71,6 +75,7 @@ int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_st
 	s->regs = *regs;
 	/* An unreadable stack still leaves the pc: not an error. */
 	copy_stack(s, pid, maps);
+	sigframe_capture(s, pid, maps);
 	return 0;
 }
 
@@ -81,6 +86,7 @@ int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint
 	s->stack_len = 0;
 	s->stack_short = false;
 	s->regs_partial = true;
+	s->stack2_len = 0;
 	memset(&s->regs, 0, sizeof(s->regs));
 	s->regs.rsp = sp;
 	s->regs.rip = pc;

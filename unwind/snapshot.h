@@ -26,6 +26,11 @@ struct snap {
 	bool sp_unmapped;	/* SP is in no mapping that maps knew of: maps are stale */
 	bool regs_partial;	/* only SP and PC are known (captured without a stop) */
 	uint8_t *stack;
+	/* The stack a signal handler interrupted, when the thread stopped at
+	 * the handler's entry on an alternate stack (unwind/sigframe.h). */
+	uint64_t stack2_start;
+	size_t stack2_len;	/* 0: none */
+	uint8_t *stack2;	/* stack_cap bytes, allocated on first need */
 	uint64_t cpu_ns;	/* CPU time the thread used since its previous sample */
 	uint32_t key;		/* the caller's tag (the sampler's thread label) */
 };

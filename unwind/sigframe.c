@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: MIT */
+/* Following a Linux x86_64 rt_sigframe to the code it interrupted. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+
+#include "unwind/sigframe.h"
+#include "unwind/snapshot.h"
+
+/* uc_mcontext.gregs indices (<sys/ucontext.h> REG_*), spelled out so that
+ * this file does not depend on _GNU_SOURCE. */
+enum {
+	G_R8, G_R9, G_R10, G_R11, G_R12, G_R13, G_R14, G_R15, G_RDI, G_RSI, G_RBP, G_RBX,
+	G_RDX, G_RAX, G_RCX, G_RSP, G_RIP,
+};
+
+/* ucontext: uc_flags, uc_link, then uc_stack { ss_sp, ss_flags, ss_size }. */
+#define UC_SS_SP 16
+#define UC_SS_SIZE 32
+
+bool sigframe_is_restorer_code(const uint8_t code[SIGFRAME_RESTORER_LEN])
+{
+	static const uint8_t restorer[SIGFRAME_RESTORER_LEN] = {
+		0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00,	/* mov $15,%rax */
+		0x0f, 0x05,					/* syscall */
+	};
+
+	return !memcmp(code, restorer, sizeof(restorer));
+}
+
+void sigframe_regs(const uint64_t g[SIGFRAME_GREGS], struct user_regs_struct *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->r8 = g[G_R8];
+	r->r9 = g[G_R9];
+	r->r10 = g[G_R10];
+	r->r11 = g[G_R11];
+	r->r12 = g[G_R12];
+	r->r13 = g[G_R13];
+	r->r14 = g[G_R14];
+	r->r15 = g[G_R15];
+	r->rdi = g[G_RDI];
+	r->rsi = g[G_RSI];
+	r->rbp = g[G_RBP];
+	r->rbx = g[G_RBX];
+	r->rdx = g[G_RDX];
+	r->rax = g[G_RAX];
+	r->rcx = g[G_RCX];
+	r->rsp = g[G_RSP];
+	r->rip = g[G_RIP];
+}
+
+static uint64_t word(const struct snap *s, size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, s->stack + off, 8);
+	return v;
+}
+
+int sigframe_capture(struct snap *s, pid_t pid, const struct proc_maps *maps)
+{
+	const size_t uc = 8;	/* the handler's return address comes first */
+	const struct proc_map *code, *stack;
+	uint64_t ss_sp, ss_size, sp, ip;
+	struct iovec l, r;
+	size_t want;
+	ssize_t n;
+
+	s->stack2_len = 0;
+	if (s->regs_partial || s->stack_len < uc + SIGFRAME_GREGS_OFFSET + SIGFRAME_GREGS * 8)
+		return 0;
+	/* The frame describes the alternate stack it lies on, and the
+	 * interrupted context is executable code on another stack: data that
+	 * happens to look like this does not also hold the current SP. */
+	ss_sp = word(s, uc + UC_SS_SP);
+	ss_size = word(s, uc + UC_SS_SIZE);
+	if (ss_size < 2048 || ss_size > (64u << 20) || s->stack_start < ss_sp ||
+	    s->stack_start >= ss_sp + ss_size)
+		return 0;
+	sp = word(s, uc + SIGFRAME_GREGS_OFFSET + 8 * G_RSP);
+	ip = word(s, uc + SIGFRAME_GREGS_OFFSET + 8 * G_RIP);
+	if ((sp >= ss_sp && sp < ss_sp + ss_size) || !sp)
+		return 0;
+	code = proc_maps_find(maps, ip);
+	stack = proc_maps_find(maps, sp);
+	if (!code || !(code->perms & PROC_MAP_X) || !stack || (stack->perms & PROC_MAP_X))
+		return 0;
+	if (!s->stack2) {
+		s->stack2 = malloc(s->stack_cap);
+		if (!s->stack2)
+			return -ENOMEM;
+	}
+	want = s->stack_cap;
+	if (stack->end - sp < want)
+		want = (size_t)(stack->end - sp);
+	l.iov_base = s->stack2;
+	l.iov_len = want;
+	r.iov_base = (void *)(uintptr_t)sp;
+	r.iov_len = want;
+	n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+	if (n > 0) {
+		s->stack2_start = sp;
+		s->stack2_len = (size_t)n;
+	}
+	return 0;
+}

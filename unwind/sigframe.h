@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Linux x86_64 signal frames.  A handler runs on top of an rt_sigframe: its
+ * return address is the restorer (mov $15,%rax; syscall), and above it the
+ * ucontext holds every register of the code the signal interrupted.  Go
+ * installs its handler with SA_ONSTACK and a restorer without CFI, so
+ * libunwind cannot step through it, and the interrupted goroutine's stack is
+ * elsewhere than the signal stack that was copied.  Two parts here:
+ *  - at capture time (thread stopped), a sample taken at a handler's first
+ *    instruction on an alternate stack gets the interrupted stack copied too
+ *    (snap.stack2): a thread interrupted by cprof while a signal is being
+ *    delivered stops exactly there;
+ *  - at unwind time, the registers of the interrupted code, read from the
+ *    ucontext, so the walk goes on from them.
+ */
+#ifndef CPROF_UNWIND_SIGFRAME_H
+#define CPROF_UNWIND_SIGFRAME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/user.h>
+
+#include "process/maps.h"
+
+struct snap;
+
+/*
+ * When s (just captured, thread still stopped) is at the entry of a signal
+ * handler running on an alternate stack, copies the stack the signal
+ * interrupted into s->stack2 (up to s->stack_cap bytes).  Only words of the
+ * copy already made are inspected; one process_vm_readv when the frame is
+ * there.  Returns 0 or -errno (-ENOMEM); nothing found is not an error.
+ */
+int sigframe_capture(struct snap *s, pid_t pid, const struct proc_maps *maps);
+
+/* Bytes of code at a restorer: mov $15 (rt_sigreturn),%rax; syscall. */
+#define SIGFRAME_RESTORER_LEN 9
+bool sigframe_is_restorer_code(const uint8_t code[SIGFRAME_RESTORER_LEN]);
+
+/* Offset of the interrupted registers (uc_mcontext.gregs) from the
+ * ucontext, and how many words of them are read. */
+#define SIGFRAME_GREGS_OFFSET 40
+#define SIGFRAME_GREGS 17
+
+/* Fills regs from the gregs words read at ucontext + SIGFRAME_GREGS_OFFSET. */
+void sigframe_regs(const uint64_t gregs[SIGFRAME_GREGS], struct user_regs_struct *regs);
+
+#endif
