@@ -183,8 +183,8 @@ static const enum prof_format formats[] = {
 	[CLI_FORMAT_SVG] = PROF_FORMAT_SVG,
 };
 
-static int write_profile(struct sampler *s, const struct cli_session *a, pid_t pid,
-			 const char *what, struct progress *pr)
+static int write_profile(struct sampler *s, struct sym_live *live, const struct cli_session *a,
+			 pid_t pid, const char *what, struct progress *pr)
 {
 	const struct sampler_stats *st = sampler_get_stats(s);
 	char lines[N_COMMENTS][COMMENT_MAX], title[256];
@@ -192,6 +192,7 @@ static int write_profile(struct sampler *s, const struct cli_session *a, pid_t p
 	struct prof_session ps = {
 		.stacks = sampler_stacks(s),
 		.mods = sampler_modules(s),
+		.live = live,
 		.export = {
 			.value = a->mode == SAMPLER_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
 			.hz = a->hz,
@@ -323,7 +324,9 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		.after_attach = after_attach,
 		.after_attach_arg = arg,
 	};
+	struct sym_live_opts lo = { .pid = pid };
 	struct progress pr = { .duration_ns = a->duration_ns };
+	struct sym_live *live = NULL;
 	struct sampler *s = NULL;
 	char why[256];
 	int code = CPROF_EXIT_OK, ret;
@@ -338,7 +341,12 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		cli_error("cannot set up sampling of pid %d: %s", (int)pid, strerror(-ret));
 		return CPROF_EXIT_FATAL;
 	}
+	/* Perf maps (and downloads) are followed on a thread of their own;
+	 * without it the profile only lacks JIT names. */
+	if (sym_live_start(&live, &lo) < 0)
+		live = NULL;
 	ret = sampler_session(s);
+	sym_live_stop(live);
 	if (final)
 		*final = *sampler_get_stats(s);
 	/* symbols and the write can take seconds: say so instead of freezing */
@@ -349,6 +357,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		if (!cli_attach_obstacle(pid, ret, why, sizeof(why)))
 			snprintf(why, sizeof(why), "%s", strerror(-ret));
 		cli_error("cannot attach to pid %d: %s", (int)pid, why);
+		sym_live_destroy(live);
 		sampler_destroy(s);
 		return CPROF_EXIT_FATAL;
 	}
@@ -358,7 +367,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		cli_error("sampling pid %d stopped early: %s", (int)pid, strerror(-ret));
 		code = CPROF_EXIT_PARTIAL;
 	}
-	ret = write_profile(s, a, pid, what, &pr);
+	ret = write_profile(s, live, a, pid, what, &pr);
 	progress_clear(&pr);
 	if (ret < 0) {
 		code = CPROF_EXIT_FATAL;
@@ -368,6 +377,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		if (a->json)
 			print_json(a, pid, sampler_get_stats(s));
 	}
+	sym_live_destroy(live);
 	sampler_destroy(s);
 	return code;
 }

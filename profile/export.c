@@ -108,7 +108,8 @@ static int lines_for(struct exporter *x, const struct proc_module *m, const stru
 		sf = &truncated;
 		*n = 1;
 	} else {
-		if (!m || !x->sym)
+		/* m NULL: code outside any file (JIT), which a perf map may name */
+		if (!x->sym)
 			return 0;
 		ret = sym_lookup(x->sym, m, f->addr, !(f->flags & PROF_FRAME_EXACT), &sf, n);
 		if (ret == -ENOMEM)

@@ -11,7 +11,7 @@ PACKAGES="
 libunwind-dev libelf-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler
 zlib1g-dev libmicrohttpd-dev autoconf automake libtool pkg-config make gcc
 libiberty-dev
-golang-go elfutils strace libc6-dbg binutils procps rustc curl
+golang-go elfutils strace libc6-dbg binutils procps rustc nodejs curl
 "
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -17,6 +17,8 @@
 #include "lib/htab.h"
 #include "symbolize/cu_index.h"
 #include "symbolize/demangle.h"
+#include "symbolize/live.h"
+#include "symbolize/perfmap.h"
 #include "symbolize/symbolize.h"
 
 /* Deepest inline chain we report; deeper ones keep their innermost frames. */
@@ -52,6 +54,7 @@ struct cache_entry {
 
 struct sym_ctx {
 	const struct proc_modules *t;
+	struct sym_live *live;		/* perf map and downloads; NULL: none */
 	unsigned flags;
 	Dwfl *dwfl;
 
@@ -670,6 +673,52 @@ static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mo
 	return 0;
 }
 
+void sym_use_live(struct sym_ctx *ctx, struct sym_live *live)
+{
+	ctx->live = live;
+}
+
+/* Code outside any module: named by the runtime's perf map, if anything. */
+static int lookup_jit(struct sym_ctx *ctx, uint64_t addr, const struct sym_frame **frames,
+		      size_t *n)
+{
+	struct cache_key key = { .build_id = NULL, .mod_id = 0, .vaddr = addr };
+	struct sym_frame *f;
+	struct cache_entry *e;
+	const char *name;
+	uint32_t ref, hash;
+	int ret;
+
+	if (!ctx->live)
+		return 0;
+	ref = cache_index_find(&ctx->cache_index, ctx, &key, &hash);
+	if (ref) {
+		*frames = ctx->cache[ref - 1].frames;
+		*n = ctx->cache[ref - 1].n;
+		return 0;
+	}
+	name = sym_perfmap_lookup(sym_live_perfmap(ctx->live), addr);
+	f = NULL;
+	if (name) {
+		f = arena_alloc(ctx, sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		memset(f, 0, sizeof(*f));
+		ret = intern(ctx, name, &f->system_name);
+		if (ret < 0)
+			return ret;
+		f->function = f->system_name;
+	}
+	e = cache_insert(ctx, &key, hash);
+	if (!e)
+		return -ENOMEM;
+	e->frames = f;
+	e->n = f ? 1 : 0;
+	*frames = e->frames;
+	*n = e->n;
+	return 0;
+}
+
 int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr,
 	       bool is_return_address, const struct sym_frame **frames, size_t *n)
 {
@@ -684,8 +733,10 @@ int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr
 
 	*frames = NULL;
 	*n = 0;
-	if (!ctx || !mod || !mod->id)
+	if (!ctx)
 		return 0;
+	if (!mod || !mod->id)
+		return lookup_jit(ctx, is_return_address ? addr - 1 : addr, frames, n);
 	st = mod_state(ctx, mod);
 	if (!st)
 		return -ENOMEM;

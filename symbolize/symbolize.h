@@ -32,6 +32,15 @@ enum {
 int sym_create(struct sym_ctx **out, const struct proc_modules *t, unsigned flags);
 void sym_destroy(struct sym_ctx *ctx);
 
+struct sym_live;
+
+/*
+ * Lets ctx use what live learned while the target ran (it must be stopped,
+ * and outlive ctx): addresses outside any module are named by the target's
+ * perf map.
+ */
+void sym_use_live(struct sym_ctx *ctx, struct sym_live *live);
+
 /*
  * Symbolizes addr (a runtime address inside mod's mapping at sampling time).
  * is_return_address: addr is a caller frame's return address, so the call
@@ -40,6 +49,8 @@ void sym_destroy(struct sym_ctx *ctx);
  * first, the physical function last; *n is 0 when nothing is known about
  * addr.  The frames and their strings belong to ctx and stay valid until
  * sym_destroy.  Results are cached by (build-id or module, offset).
+ * mod NULL: addr is in no module (JIT code), named only through
+ * sym_use_live's perf map.
  * Returns 0 or -errno (never fails for a missing symbol: *n = 0).
  */
 int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr,

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Names of JIT-compiled code from the perf map a runtime writes
+ * (/tmp/perf-PID.map: one "START SIZE name" line per function, hex without
+ * 0x; node --perf-basic-prof, the JVM's Compiler.perfmap, python -X perf).
+ * The file is the target's own: its /tmp through /proc/PID/root, named by
+ * its pid in its own pid namespace.  Entries name addresses only inside the
+ * anonymous executable mappings seen in the target, never code of a file.
+ */
+#ifndef CPROF_SYMBOLIZE_PERFMAP_H
+#define CPROF_SYMBOLIZE_PERFMAP_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "process/maps.h"
+
+struct sym_perfmap;
+
+/* An empty perf map for process pid.  Returns 0 or -errno (-ENOMEM). */
+int sym_perfmap_create(struct sym_perfmap **out, pid_t pid);
+void sym_perfmap_destroy(struct sym_perfmap *pm);
+
+/*
+ * Reads what the runtime appended to the file since the last call (all of
+ * it when the file shrank: it was rewritten), and records the anonymous
+ * executable mappings of maps (NULL: none new).  A missing file is not an
+ * error (the runtime writes none, or not yet).  Returns 0 or -ENOMEM.
+ */
+int sym_perfmap_refresh(struct sym_perfmap *pm, const struct proc_maps *maps);
+
+/* Forgets entries and mappings: the target exec'd, its code is gone. */
+void sym_perfmap_reset(struct sym_perfmap *pm);
+
+/*
+ * The name of the function at addr, or NULL: an entry covers addr and addr
+ * lies in an anonymous executable mapping.  Of overlapping entries the one
+ * read last wins (a JIT reuses addresses).  The string belongs to pm.
+ * Not to be called while another thread refreshes pm.
+ */
+const char *sym_perfmap_lookup(struct sym_perfmap *pm, uint64_t addr);
+
+#endif
