@@ -87,6 +87,11 @@ int cli_read_profile(const char *path, struct prof_rd_profile **out)
 			  why ? why : "bad data");
 		return ret;
 	}
+	if (ret == -EFBIG) {
+		cli_error("cannot read profile '%s': too large (%s)", path,
+			  why ? why : strerror(-ret));
+		return ret;
+	}
 	if (ret == -EISDIR) {
 		cli_error("cannot read profile '%s': %s (give a profile file)", path,
 			  strerror(-ret));

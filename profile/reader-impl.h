@@ -10,12 +10,14 @@
 #include "profile/reader.h"
 
 struct Perftools__Profiles__Profile;
+struct ProtobufCAllocator;
 
 struct prof_rd_owner {
 	struct prof_rd_profile pub;	/* first: prof_rd_free casts back */
 	/* the decoded message, which owns the strings and values; NULL in a
 	 * view, whose strings and values belong to the builder */
 	struct Perftools__Profiles__Profile *msg;
+	struct ProtobufCAllocator *msg_alloc;	/* msg's allocator, malloc'ed */
 	struct prof_rd_value_type *types;
 	struct prof_rd_function *functions;
 	struct prof_rd_mapping *mappings;

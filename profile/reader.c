@@ -18,10 +18,38 @@
 #include "profile/reader.h"
 
 /*
- * A bigger profile than this is more likely a gzip bomb than a profile; the
- * largest real ones (hours of many threads) stay well below.
+ * What the reader accepts (reader.h): profiles come from anywhere (CI jobs,
+ * downloads), and a few KiB of gzip can claim gigabytes.  The largest real
+ * profiles (hours of many threads) stay well below both.
  */
-#define RD_MAX_DECODED ((size_t)1 << 31)
+#define RD_MAX_PLAIN ((size_t)256 << 20)	/* protobuf bytes, decompressed */
+#define RD_MAX_UNPACKED ((size_t)1 << 30)	/* memory of the decoded message */
+#define RD_MAX_FILE (RD_MAX_PLAIN + ((size_t)1 << 20))	/* bytes read (gzip adds a little) */
+
+/* protobuf-c's allocator with a budget: it refuses what would pass it. */
+struct rd_alloc {
+	ProtobufCAllocator base;	/* first: allocator_data points back here */
+	size_t used;
+	bool over;
+};
+
+static void *budget_alloc(void *data, size_t size)
+{
+	struct rd_alloc *a = data;
+
+	if (size > RD_MAX_UNPACKED - a->used) {
+		a->over = true;
+		return NULL;
+	}
+	a->used += size;
+	return malloc(size);
+}
+
+static void budget_free(void *data, void *pointer)
+{
+	(void)data;
+	free(pointer);
+}
 
 /*
  * pprof allows any non-zero ids; writers (Go, cprof) use 1..N in array
@@ -104,111 +132,115 @@ static const char *str_at(const Perftools__Profiles__Profile *m, int64_t i)
 	return m->string_table[i];
 }
 
-#define BAD(reason) do { *why = (reason); ret = -EBADMSG; goto out; } while (0)
+/* Sets *why and returns -EBADMSG. */
+static int bad(const char **why, const char *reason)
+{
+	*why = reason;
+	return -EBADMSG;
+}
 
-/* Inflates gzip data, members one after another as gzip(1) and Go accept. */
+
+/* Makes room for more output in *buf (capacity *cap, *used full), up to RD_MAX_PLAIN. */
+static int grow_out(unsigned char **buf, size_t *cap, size_t used, const char **why)
+{
+	unsigned char *nbuf;
+	size_t ncap = *cap;
+
+	if (*buf) {
+		if (used == RD_MAX_PLAIN) {
+			*why = "it decompresses to more than 256 MiB, the most cprof reads";
+			return -EFBIG;
+		}
+		ncap = *cap < RD_MAX_PLAIN / 2 ? *cap * 2 : RD_MAX_PLAIN;
+	}
+	nbuf = realloc(*buf, ncap);
+	if (!nbuf)
+		return -ENOMEM;
+	*buf = nbuf;
+	*cap = ncap;
+	return 0;
+}
+
+/*
+ * What inflate's return zr means: 1 the input is all inflated, 0 go on (a
+ * next gzip member starts, as gzip(1) and Go accept), or an error.
+ */
+static int inflate_status(z_stream *zs, int zr, const char **why)
+{
+	if (zr == Z_STREAM_END) {
+		if (zs->avail_in == 0)
+			return 1;
+		if (zs->avail_in < 2 || zs->next_in[0] != 0x1f || zs->next_in[1] != 0x8b)
+			return bad(why, "data after the end of the gzip stream");
+		if (inflateReset(zs) != Z_OK)
+			return bad(why, "bad gzip data");
+		return 0;
+	}
+	if (zr == Z_MEM_ERROR)
+		return -ENOMEM;
+	if (zr == Z_BUF_ERROR && zs->avail_in == 0)
+		return bad(why, "truncated gzip data");
+	if (zr != Z_OK && zr != Z_BUF_ERROR)
+		return bad(why, "bad gzip data");
+	return 0;
+}
+
+/* Inflates gzip data, members one after another, into a malloc'ed *out. */
 static int gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *out_len,
 		  const char **why)
 {
-	unsigned char *buf = NULL, *nbuf;
-	size_t cap = len * 4 + 4096, used = 0;
+	unsigned char *buf = NULL;
+	size_t cap = len < RD_MAX_PLAIN / 4 ? len * 4 + 4096 : RD_MAX_PLAIN, used = 0;
 	z_stream zs;
-	int ret = 0, zr;
+	int ret = 0;
 
+	if (len > UINT32_MAX)
+		return bad(why, "compressed file over 4 GiB");
 	memset(&zs, 0, sizeof(zs));
 	if (inflateInit2(&zs, 15 + 16) != Z_OK)
 		return -ENOMEM;
 	zs.next_in = (unsigned char *)in;
 	zs.avail_in = (uInt)len;
-	if (len > UINT32_MAX)
-		BAD("compressed file over 4 GiB");
-	for (;;) {
+	while (!ret) {
 		if (used == cap || !buf) {
-			if (buf)
-				cap *= 2;
-			if (cap > RD_MAX_DECODED)
-				cap = RD_MAX_DECODED;
-			if (buf && used == cap)
-				BAD("more than 2 GiB once decompressed");
-			nbuf = realloc(buf, cap);
-			if (!nbuf) {
-				ret = -ENOMEM;
-				goto out;
-			}
-			buf = nbuf;
+			ret = grow_out(&buf, &cap, used, why);
+			if (ret < 0)
+				break;
 		}
 		zs.next_out = buf + used;
 		zs.avail_out = (uInt)(cap - used);
-		zr = inflate(&zs, Z_NO_FLUSH);
+		ret = inflate_status(&zs, inflate(&zs, Z_NO_FLUSH), why);
 		used = cap - zs.avail_out;
-		if (zr == Z_STREAM_END) {
-			if (zs.avail_in == 0)
-				break;
-			if (zs.avail_in < 2 || zs.next_in[0] != 0x1f || zs.next_in[1] != 0x8b)
-				BAD("data after the end of the gzip stream");
-			if (inflateReset(&zs) != Z_OK)
-				BAD("bad gzip data");
-			continue;
-		}
-		if (zr == Z_MEM_ERROR) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		if (zr == Z_BUF_ERROR && zs.avail_in == 0)
-			BAD("truncated gzip data");
-		if (zr != Z_OK && zr != Z_BUF_ERROR)
-			BAD("bad gzip data");
+	}
+	inflateEnd(&zs);
+	if (ret < 0) {
+		free(buf);
+		return ret;
 	}
 	*out = buf;
 	*out_len = used;
-	buf = NULL;
-out:
-	inflateEnd(&zs);
-	free(buf);
-	return ret;
+	return 0;
 }
 
-/* Fills the public struct from the decoded message; o->msg is set. */
-static int resolve(struct prof_rd_owner *o, const char **why)
+/* calloc of n (at least one, so that NULL means only out of memory). */
+static void *alloc_n(size_t n, size_t size)
+{
+	return calloc(n ? n : 1, size);
+}
+
+/* Sample types, the default one, the period, times and comments. */
+static int resolve_header(struct prof_rd_owner *o, const char **why)
 {
 	const Perftools__Profiles__Profile *m = o->msg;
 	struct prof_rd_profile *p = &o->pub;
-	struct id_index fx = { 0, NULL }, mx = { 0, NULL }, lx = { 0, NULL };
-	uint64_t *ids = NULL;
-	size_t i, j, n_lines = 0, n_locs = 0, n_labels = 0, n_ids;
-	size_t lines_at = 0, locs_at = 0, labels_at = 0;
 	const char *s;
-	ssize_t k;
-	int ret = 0;
-
-	if (m->n_string_table == 0 || m->string_table[0][0] != '\0')
-		BAD("the string table does not start with \"\"");
-	if (m->n_sample_type == 0)
-		BAD("no sample types");
-
-	n_ids = m->n_function;
-	if (m->n_mapping > n_ids)
-		n_ids = m->n_mapping;
-	if (m->n_location > n_ids)
-		n_ids = m->n_location;
-	ids = calloc(n_ids ? n_ids : 1, sizeof(*ids));
-	o->types = calloc(m->n_sample_type, sizeof(*o->types));
-	o->functions = calloc(m->n_function ? m->n_function : 1, sizeof(*o->functions));
-	o->mappings = calloc(m->n_mapping ? m->n_mapping : 1, sizeof(*o->mappings));
-	o->locations = calloc(m->n_location ? m->n_location : 1, sizeof(*o->locations));
-	o->samples = calloc(m->n_sample ? m->n_sample : 1, sizeof(*o->samples));
-	o->comments = calloc(m->n_comment ? m->n_comment : 1, sizeof(*o->comments));
-	if (!ids || !o->types || !o->functions || !o->mappings || !o->locations ||
-	    !o->samples || !o->comments) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	size_t i;
 
 	for (i = 0; i < m->n_sample_type; i++) {
 		o->types[i].type = str_at(m, m->sample_type[i]->type);
 		o->types[i].unit = str_at(m, m->sample_type[i]->unit);
 		if (!o->types[i].type || !o->types[i].unit)
-			BAD("a sample type's string index is out of range");
+			return bad(why, "a sample type's string index is out of range");
 	}
 	p->sample_types = o->types;
 	p->n_sample_types = m->n_sample_type;
@@ -217,7 +249,7 @@ static int resolve(struct prof_rd_owner *o, const char **why)
 	if (m->default_sample_type) {
 		s = str_at(m, m->default_sample_type);
 		if (!s)
-			BAD("default_sample_type is out of the string table");
+			return bad(why, "default_sample_type is out of the string table");
 		for (i = 0; i < m->n_sample_type; i++)
 			if (strcmp(o->types[i].type, s) == 0)
 				p->default_type = i;
@@ -228,7 +260,7 @@ static int resolve(struct prof_rd_owner *o, const char **why)
 		p->period_type.type = str_at(m, m->period_type->type);
 		p->period_type.unit = str_at(m, m->period_type->unit);
 		if (!p->period_type.type || !p->period_type.unit)
-			BAD("the period type's string index is out of range");
+			return bad(why, "the period type's string index is out of range");
 	}
 	p->period = m->period;
 	p->time_nanos = m->time_nanos;
@@ -236,61 +268,108 @@ static int resolve(struct prof_rd_owner *o, const char **why)
 	for (i = 0; i < m->n_comment; i++) {
 		o->comments[i] = str_at(m, m->comment[i]);
 		if (!o->comments[i])
-			BAD("a comment's string index is out of range");
+			return bad(why, "a comment's string index is out of range");
 	}
 	p->comments = o->comments;
 	p->n_comments = m->n_comment;
+	return 0;
+}
+
+/* Builds ix over ids; what names the objects in the error. */
+static int index_ids(struct id_index *ix, const uint64_t *ids, size_t n, const char **why,
+		     const char *what)
+{
+	int ret = index_build(ix, ids, n);
+
+	if (ret == -EBADMSG)
+		*why = what;
+	return ret;
+}
+
+static int resolve_functions(struct prof_rd_owner *o, uint64_t *ids, struct id_index *fx,
+			     const char **why)
+{
+	const Perftools__Profiles__Profile *m = o->msg;
+	size_t i;
 
 	for (i = 0; i < m->n_function; i++) {
 		const Perftools__Profiles__Function *f = m->function[i];
+		struct prof_rd_function *rf = &o->functions[i];
 
 		ids[i] = f->id;
-		o->functions[i].name = str_at(m, f->name);
-		o->functions[i].system_name = str_at(m, f->system_name);
-		o->functions[i].filename = str_at(m, f->filename);
-		o->functions[i].start_line = f->start_line;
-		if (!o->functions[i].name || !o->functions[i].system_name ||
-		    !o->functions[i].filename)
-			BAD("a function's string index is out of range");
+		rf->name = str_at(m, f->name);
+		rf->system_name = str_at(m, f->system_name);
+		rf->filename = str_at(m, f->filename);
+		rf->start_line = f->start_line;
+		if (!rf->name || !rf->system_name || !rf->filename)
+			return bad(why, "a function's string index is out of range");
 	}
-	ret = index_build(&fx, ids, m->n_function);
-	if (ret == -EBADMSG)
-		BAD("function ids are zero or repeated");
-	if (ret < 0)
-		goto out;
+	return index_ids(fx, ids, m->n_function, why, "function ids are zero or repeated");
+}
+
+static int resolve_mappings(struct prof_rd_owner *o, uint64_t *ids, struct id_index *mx,
+			    const char **why)
+{
+	const Perftools__Profiles__Profile *m = o->msg;
+	size_t i;
 
 	for (i = 0; i < m->n_mapping; i++) {
 		const Perftools__Profiles__Mapping *mp = m->mapping[i];
+		struct prof_rd_mapping *rm = &o->mappings[i];
 
 		ids[i] = mp->id;
-		o->mappings[i].start = mp->memory_start;
-		o->mappings[i].limit = mp->memory_limit;
-		o->mappings[i].offset = mp->file_offset;
-		o->mappings[i].filename = str_at(m, mp->filename);
-		o->mappings[i].build_id = str_at(m, mp->build_id);
-		if (!o->mappings[i].filename || !o->mappings[i].build_id)
-			BAD("a mapping's string index is out of range");
+		rm->start = mp->memory_start;
+		rm->limit = mp->memory_limit;
+		rm->offset = mp->file_offset;
+		rm->filename = str_at(m, mp->filename);
+		rm->build_id = str_at(m, mp->build_id);
+		if (!rm->filename || !rm->build_id)
+			return bad(why, "a mapping's string index is out of range");
 	}
-	ret = index_build(&mx, ids, m->n_mapping);
-	if (ret == -EBADMSG)
-		BAD("mapping ids are zero or repeated");
-	if (ret < 0)
-		goto out;
+	return index_ids(mx, ids, m->n_mapping, why, "mapping ids are zero or repeated");
+}
+
+/* The lines of location l into rl, from o->lines[*at] on. */
+static int resolve_lines(struct prof_rd_owner *o, const Perftools__Profiles__Location *l,
+			 struct prof_rd_location *rl, const struct id_index *fx, size_t *at,
+			 const char **why)
+{
+	size_t j;
+	ssize_t k;
+
+	rl->lines = &o->lines[*at];
+	rl->n_lines = l->n_line;
+	for (j = 0; j < l->n_line; j++, (*at)++) {
+		o->lines[*at].line = l->line[j]->line;
+		o->lines[*at].function = &no_function;
+		if (!l->line[j]->function_id)
+			continue;
+		k = index_find(fx, l->line[j]->function_id);
+		if (k < 0)
+			return bad(why, "a line's function id points nowhere");
+		o->lines[*at].function = &o->functions[k];
+	}
+	return 0;
+}
+
+static int resolve_locations(struct prof_rd_owner *o, uint64_t *ids, const struct id_index *fx,
+			     const struct id_index *mx, struct id_index *lx, const char **why)
+{
+	const Perftools__Profiles__Profile *m = o->msg;
+	size_t i, n_lines = 0, at = 0;
+	ssize_t k;
+	int ret;
 
 	for (i = 0; i < m->n_location; i++) {
 		ids[i] = m->location[i]->id;
 		n_lines += m->location[i]->n_line;
 	}
-	ret = index_build(&lx, ids, m->n_location);
-	if (ret == -EBADMSG)
-		BAD("location ids are zero or repeated");
+	ret = index_ids(lx, ids, m->n_location, why, "location ids are zero or repeated");
 	if (ret < 0)
-		goto out;
-	o->lines = calloc(n_lines ? n_lines : 1, sizeof(*o->lines));
-	if (!o->lines) {
-		ret = -ENOMEM;
-		goto out;
-	}
+		return ret;
+	o->lines = alloc_n(n_lines, sizeof(*o->lines));
+	if (!o->lines)
+		return -ENOMEM;
 	for (i = 0; i < m->n_location; i++) {
 		const Perftools__Profiles__Location *l = m->location[i];
 		struct prof_rd_location *rl = &o->locations[i];
@@ -298,72 +377,158 @@ static int resolve(struct prof_rd_owner *o, const char **why)
 		rl->address = l->address;
 		rl->mapping = NULL;
 		if (l->mapping_id) {
-			k = index_find(&mx, l->mapping_id);
+			k = index_find(mx, l->mapping_id);
 			if (k < 0)
-				BAD("a location's mapping id points nowhere");
+				return bad(why, "a location's mapping id points nowhere");
 			rl->mapping = &o->mappings[k];
 		}
-		rl->lines = &o->lines[lines_at];
-		rl->n_lines = l->n_line;
-		for (j = 0; j < l->n_line; j++, lines_at++) {
-			o->lines[lines_at].line = l->line[j]->line;
-			o->lines[lines_at].function = &no_function;
-			if (l->line[j]->function_id) {
-				k = index_find(&fx, l->line[j]->function_id);
-				if (k < 0)
-					BAD("a line's function id points nowhere");
-				o->lines[lines_at].function = &o->functions[k];
-			}
-		}
+		ret = resolve_lines(o, l, rl, fx, &at, why);
+		if (ret < 0)
+			return ret;
 	}
+	return 0;
+}
+
+/* The labels of sm into rs, from o->labels[*at] on. */
+static int resolve_labels(struct prof_rd_owner *o, const Perftools__Profiles__Sample *sm,
+			  struct prof_rd_sample *rs, size_t *at, const char **why)
+{
+	const Perftools__Profiles__Profile *m = o->msg;
+	size_t j;
+
+	rs->labels = &o->labels[*at];
+	rs->n_labels = sm->n_label;
+	for (j = 0; j < sm->n_label; j++, (*at)++) {
+		const Perftools__Profiles__Label *lb = sm->label[j];
+		struct prof_rd_label *rb = &o->labels[*at];
+
+		rb->key = str_at(m, lb->key);
+		rb->str = lb->str ? str_at(m, lb->str) : NULL;
+		rb->num = lb->num;
+		rb->num_unit = lb->num_unit ? str_at(m, lb->num_unit) : NULL;
+		if (!rb->key || (lb->str && !rb->str) || (lb->num_unit && !rb->num_unit))
+			return bad(why, "a label's string index is out of range");
+	}
+	return 0;
+}
+
+static int resolve_samples(struct prof_rd_owner *o, const struct id_index *lx, const char **why)
+{
+	const Perftools__Profiles__Profile *m = o->msg;
+	size_t i, j, n_locs = 0, n_labels = 0, locs_at = 0, labels_at = 0;
+	ssize_t k;
+	int ret;
 
 	for (i = 0; i < m->n_sample; i++) {
 		n_locs += m->sample[i]->n_location_id;
 		n_labels += m->sample[i]->n_label;
 	}
-	o->sample_locs = calloc(n_locs ? n_locs : 1, sizeof(*o->sample_locs));
-	o->labels = calloc(n_labels ? n_labels : 1, sizeof(*o->labels));
-	if (!o->sample_locs || !o->labels) {
-		ret = -ENOMEM;
-		goto out;
-	}
+	o->sample_locs = alloc_n(n_locs, sizeof(*o->sample_locs));
+	o->labels = alloc_n(n_labels, sizeof(*o->labels));
+	if (!o->sample_locs || !o->labels)
+		return -ENOMEM;
 	for (i = 0; i < m->n_sample; i++) {
 		const Perftools__Profiles__Sample *sm = m->sample[i];
 		struct prof_rd_sample *rs = &o->samples[i];
 
 		if (sm->n_value != m->n_sample_type)
-			BAD("a sample's value count differs from the number of sample types");
+			return bad(why, "a sample's value count differs from the number of sample types");
 		rs->values = sm->value;
 		rs->locations = &o->sample_locs[locs_at];
 		rs->n_locations = sm->n_location_id;
 		for (j = 0; j < sm->n_location_id; j++) {
-			k = index_find(&lx, sm->location_id[j]);
+			k = index_find(lx, sm->location_id[j]);
 			if (k < 0)
-				BAD("a sample's location id points nowhere");
+				return bad(why, "a sample's location id points nowhere");
 			o->sample_locs[locs_at++] = &o->locations[k];
 		}
-		rs->labels = &o->labels[labels_at];
-		rs->n_labels = sm->n_label;
-		for (j = 0; j < sm->n_label; j++, labels_at++) {
-			const Perftools__Profiles__Label *lb = sm->label[j];
-			struct prof_rd_label *rb = &o->labels[labels_at];
-
-			rb->key = str_at(m, lb->key);
-			rb->str = lb->str ? str_at(m, lb->str) : NULL;
-			rb->num = lb->num;
-			rb->num_unit = lb->num_unit ? str_at(m, lb->num_unit) : NULL;
-			if (!rb->key || (lb->str && !rb->str) || (lb->num_unit && !rb->num_unit))
-				BAD("a label's string index is out of range");
-		}
+		ret = resolve_labels(o, sm, rs, &labels_at, why);
+		if (ret < 0)
+			return ret;
 	}
-	p->samples = o->samples;
-	p->n_samples = m->n_sample;
-out:
+	o->pub.samples = o->samples;
+	o->pub.n_samples = m->n_sample;
+	return 0;
+}
+
+/* The arrays of o's public struct but lines, sample locations and labels. */
+static int resolve_alloc(struct prof_rd_owner *o, uint64_t **ids)
+{
+	const Perftools__Profiles__Profile *m = o->msg;
+	size_t n_ids = m->n_function;
+
+	if (m->n_mapping > n_ids)
+		n_ids = m->n_mapping;
+	if (m->n_location > n_ids)
+		n_ids = m->n_location;
+	*ids = alloc_n(n_ids, sizeof(**ids));
+	o->types = alloc_n(m->n_sample_type, sizeof(*o->types));
+	o->functions = alloc_n(m->n_function, sizeof(*o->functions));
+	o->mappings = alloc_n(m->n_mapping, sizeof(*o->mappings));
+	o->locations = alloc_n(m->n_location, sizeof(*o->locations));
+	o->samples = alloc_n(m->n_sample, sizeof(*o->samples));
+	o->comments = alloc_n(m->n_comment, sizeof(*o->comments));
+	if (!*ids || !o->types || !o->functions || !o->mappings || !o->locations ||
+	    !o->samples || !o->comments)
+		return -ENOMEM;
+	return 0;
+}
+
+/* Fills the public struct from the decoded message o->msg, ids resolved. */
+static int resolve(struct prof_rd_owner *o, const char **why)
+{
+	const Perftools__Profiles__Profile *m = o->msg;
+	struct id_index fx = { 0, NULL }, mx = { 0, NULL }, lx = { 0, NULL };
+	uint64_t *ids = NULL;
+	int ret;
+
+	if (m->n_string_table == 0 || m->string_table[0][0] != '\0')
+		return bad(why, "the string table does not start with \"\"");
+	if (m->n_sample_type == 0)
+		return bad(why, "no sample types");
+	ret = resolve_alloc(o, &ids);
+	if (!ret)
+		ret = resolve_header(o, why);
+	if (!ret)
+		ret = resolve_functions(o, ids, &fx, why);
+	if (!ret)
+		ret = resolve_mappings(o, ids, &mx, why);
+	if (!ret)
+		ret = resolve_locations(o, ids, &fx, &mx, &lx, why);
+	if (!ret)
+		ret = resolve_samples(o, &lx, why);
 	free(fx.sorted);
 	free(mx.sorted);
 	free(lx.sorted);
 	free(ids);
 	return ret;
+}
+
+/* Decodes the protobuf message within the memory budget into o->msg. */
+static int unpack(struct prof_rd_owner *o, const unsigned char *in, size_t len, const char **why)
+{
+	struct rd_alloc *a;
+
+	if (len > RD_MAX_PLAIN) {
+		*why = "it is more than 256 MiB of protobuf, the most cprof reads";
+		return -EFBIG;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	a->base.alloc = budget_alloc;
+	a->base.free = budget_free;
+	a->base.allocator_data = a;
+	o->msg_alloc = &a->base;
+	o->msg = perftools__profiles__profile__unpack(&a->base, len, in);
+	if (o->msg)
+		return 0;
+	if (a->over) {
+		*why = "its decoded message needs more than 1 GiB, the most cprof reads";
+		return -EFBIG;
+	}
+	/* protobuf-c says nothing more: a failed malloc looks the same */
+	return bad(why, "protobuf decoding failed");
 }
 
 static int rd_buffer(const void *data, size_t len, struct prof_rd_profile **out,
@@ -375,13 +540,13 @@ static int rd_buffer(const void *data, size_t len, struct prof_rd_profile **out,
 	int ret = 0;
 
 	if (len == 0)
-		BAD("empty file");
+		return bad(why, "empty file");
 	if (len >= 2 && in[0] == 0x1f && in[1] == 0x8b) {
 		size_t plain_len = 0;
 
 		ret = gunzip(in, len, &plain, &plain_len, why);
 		if (ret < 0)
-			goto out;
+			return ret;
 		in = plain;
 		len = plain_len;
 	}
@@ -390,10 +555,9 @@ static int rd_buffer(const void *data, size_t len, struct prof_rd_profile **out,
 		ret = -ENOMEM;
 		goto out;
 	}
-	o->msg = perftools__profiles__profile__unpack(NULL, len, in);
-	if (!o->msg)
-		BAD("protobuf decoding failed");
-	ret = resolve(o, why);
+	ret = unpack(o, in, len, why);
+	if (!ret)
+		ret = resolve(o, why);
 	if (ret < 0)
 		goto out;
 	*out = &o->pub;
@@ -421,11 +585,14 @@ int prof_rd_buffer(const void *data, size_t len, struct prof_rd_profile **out)
 	return prof_rd_buffer_why(data, len, out, NULL);
 }
 
-/* Reads all of fd into a malloc'ed buffer.  0 or -errno. */
-static int read_all(int fd, unsigned char **out, size_t *out_len)
+/*
+ * Reads all of fd into a malloc'ed buffer.  0 or -errno (-EFBIG past
+ * RD_MAX_FILE, with *why saying so).
+ */
+static int read_all(int fd, unsigned char **out, size_t *out_len, const char **why)
 {
 	unsigned char *buf = NULL, *nbuf;
-	size_t cap = 0, used = 0;
+	size_t cap = 64 * 1024, used = 0;
 	struct stat st;
 	ssize_t n;
 	int ret = 0;
@@ -435,16 +602,18 @@ static int read_all(int fd, unsigned char **out, size_t *out_len)
 			return -EISDIR;
 		/* One read and no copying for a regular file. */
 		if (S_ISREG(st.st_mode) && st.st_size > 0)
-			cap = (size_t)st.st_size + 1;
+			cap = (uint64_t)st.st_size < RD_MAX_FILE ? (size_t)st.st_size + 1 :
+								  RD_MAX_FILE + 1;
 	}
 	for (;;) {
 		if (used == cap || !buf) {
-			if (used == cap)
-				cap = cap ? cap * 2 : 64 * 1024;
-			if (cap > RD_MAX_DECODED * 2) {
+			if (used == RD_MAX_FILE + 1) {
+				*why = "the file is over 257 MiB, the most cprof reads";
 				ret = -EFBIG;
 				goto out;
 			}
+			if (buf)
+				cap = cap < (RD_MAX_FILE + 1) / 2 ? cap * 2 : RD_MAX_FILE + 1;
 			nbuf = realloc(buf, cap);
 			if (!nbuf) {
 				ret = -ENOMEM;
@@ -475,18 +644,20 @@ int prof_rd_file_why(const char *path, struct prof_rd_profile **out, const char 
 {
 	unsigned char *data = NULL;
 	bool is_stdin = strcmp(path, "-") == 0;
+	const char *ignored;
 	size_t len = 0;
 	int fd = STDIN_FILENO, ret;
 
 	*out = NULL;
-	if (why)
-		*why = NULL;
+	if (!why)
+		why = &ignored;
+	*why = NULL;
 	if (!is_stdin) {
 		fd = open(path, O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return -errno;
 	}
-	ret = read_all(fd, &data, &len);
+	ret = read_all(fd, &data, &len, why);
 	if (!is_stdin)
 		close(fd);
 	if (ret < 0)
@@ -509,7 +680,8 @@ void prof_rd_free(struct prof_rd_profile *p)
 	if (!o)
 		return;
 	if (o->msg)
-		perftools__profiles__profile__free_unpacked(o->msg, NULL);
+		perftools__profiles__profile__free_unpacked(o->msg, o->msg_alloc);
+	free(o->msg_alloc);
 	free(o->types);
 	free(o->functions);
 	free(o->mappings);

@@ -72,7 +72,11 @@ struct prof_rd_profile {
  * Reads and decodes the profile at path ("-": standard input).  Gzip is
  * detected by its magic; a plain protobuf is read as is.  Returns 0, -errno
  * (the file), -EBADMSG (not a valid profile: bad gzip, bad protobuf, or ids
- * that point nowhere).  The result is freed with prof_rd_free.
+ * that point nowhere) or -EFBIG (more than the reader takes, so that a few
+ * KiB of gzip cannot claim gigabytes: a file over 257 MiB, over 256 MiB of
+ * protobuf once decompressed, or a message whose decoded structs would need
+ * over 1 GiB; memory use stays within a small multiple of these).  The
+ * result is freed with prof_rd_free.
  */
 int prof_rd_file(const char *path, struct prof_rd_profile **out);
 
@@ -82,9 +86,9 @@ int prof_rd_buffer(const void *data, size_t len, struct prof_rd_profile **out);
 void prof_rd_free(struct prof_rd_profile *p);
 
 /*
- * prof_rd_file and prof_rd_buffer that also say, on -EBADMSG, what was wrong
- * ("truncated gzip data", "protobuf decoding failed", ...): *why is set to a
- * static string, or NULL for other errors.  why may be NULL.
+ * prof_rd_file and prof_rd_buffer that also say, on -EBADMSG and -EFBIG,
+ * what was wrong ("truncated gzip data", "protobuf decoding failed", ...):
+ * *why is set to a static string, or NULL for other errors.  why may be NULL.
  */
 int prof_rd_file_why(const char *path, struct prof_rd_profile **out, const char **why);
 int prof_rd_buffer_why(const void *data, size_t len, struct prof_rd_profile **out,
