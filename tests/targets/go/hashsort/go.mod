@@ -1,0 +1,3 @@
+module cprof.test/hashsort
+
+go 1.19
