@@ -19,6 +19,8 @@ suite_summary() {
 		fail_setup "make check did not produce '$builddir/test-suite.log' (exit $make_rc)"
 
 	# automake writes "# PASS:  N", "# FAIL:  N", ... near the top of the log.
+	# The script tests count once each; the unit tests, run by the TAP
+	# driver, once per check (ok, not ok, or ok # SKIP).
 	pass=$(summary_count PASS); xfail=$(summary_count XFAIL); skip=$(summary_count SKIP)
 	fail=$(summary_count FAIL); xpass=$(summary_count XPASS); error=$(summary_count ERROR)
 	if [ -z "$pass" ] || [ -z "$fail" ]; then
@@ -31,11 +33,13 @@ suite_summary() {
 	failed=$((fail + ${error:-0} + ${xpass:-0}))
 
 	# The failing tests' logs, last lines of each: the first place to look.
+	# A unit test run by the TAP driver has a result per check: name the
+	# first bad one.
 	for trs in $(find tests . -maxdepth 1 -name '*.trs' 2>/dev/null | sort -u); do
 		grep -Eq '^:test-result: (FAIL|ERROR|XPASS)' "$trs" || continue
 		log=${trs%.trs}.log
 		echo
-		echo "==== $(grep '^:test-result:' "$trs" | head -n 1 | cut -d' ' -f2): $log (last 40 lines) ===="
+		echo "==== $(grep -E -m1 '^:test-result: (FAIL|ERROR|XPASS)' "$trs" | cut -d' ' -f2-): $log (last 40 lines) ===="
 		tail -n 40 "$log" 2>/dev/null
 	done
 

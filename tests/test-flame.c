@@ -19,24 +19,9 @@
 #include "profile/profile.h"
 #include "profile/reader.h"
 #include "profile/report.h"
+#include "tests/tap.h"
 
-static int failures;
 static char tmpdir[] = "/tmp/cprof-test-flame.XXXXXX";
-
-static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(cond ? "ok - " : "not ok - ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!cond)
-		failures++;
-}
 
 /* ---- the profile ---------------------------------------------------------- */
 
@@ -262,7 +247,7 @@ static void check_xml(const char *path, const char *what)
 	int wf = xml_well_formed(path);
 
 	if (wf < 0)
-		printf("ok - %s is well-formed XML # SKIP python3 not found\n", what);
+		skip(what, "python3 not found: XML well-formedness not checked");
 	else
 		check(wf == 1, "%s is well-formed XML (python3 xml.dom.minidom)", what);
 }
@@ -554,10 +539,9 @@ int main(void)
 	test_svg();
 	test_files();
 	test_view();
-	if (failures) {
-		printf("# %d failed; files kept in %s\n", failures, tmpdir);
-		return 1;
-	}
-	remove_tree(tmpdir);
-	return 0;
+	if (tap_failures())
+		printf("# files kept in %s\n", tmpdir);
+	else
+		remove_tree(tmpdir);
+	return tap_done();
 }

@@ -17,23 +17,8 @@
 #include "lib/hash.h"
 #include "lib/htab.h"
 #include "lib/utf8.h"
+#include "tests/tap.h"
 
-static int failures;
-
-static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(cond ? "ok - " : "not ok - ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!cond)
-		failures++;
-}
 
 /* ---- UTF-8 ---------------------------------------------------------- */
 
@@ -220,9 +205,5 @@ int main(void)
 	test_htab();
 	test_grow();
 	test_hash_clock();
-	if (failures) {
-		printf("# %d check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return tap_done();
 }

@@ -22,34 +22,14 @@
 #include "profile/profile.h"
 #include "profile/profile.pb-c.h"
 #include "profile/stacks.h"
+#include "tests/tap.h"
 
 #define BUILD_ID_MAIN "0123456789abcdef0123456789abcdef01234567"
 #define BUILD_ID_LIBC "fedcba9876543210fedcba9876543210fedcba98"
 #define PERIOD_NS 10000000	/* 100 Hz */
 
-static int failures;
 static char tmpdir[] = "/tmp/cprof-test-profile.XXXXXX";
 static const char *go;		/* NULL: go tool pprof checks are skipped */
-
-static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(cond ? "ok - " : "not ok - ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!cond)
-		failures++;
-}
-
-static void skip(const char *what, const char *why)
-{
-	printf("ok - %s # SKIP %s\n", what, why);
-}
 
 /* Prints text as diagnostics, after a failed check. */
 static void diag(const char *text)
@@ -532,7 +512,7 @@ static void check_with_pprof(const char *file)
 	check(line_has(out, "1: 0x400000/0x500000/0x0 /usr/bin/cprof-test-target",
 		       (const char *const[]){ BUILD_ID_MAIN, "[FN][FL][LN][IN]", NULL }),
 	      "pprof -raw: main mapping with build id and has_* flags");
-	if (failures)
+	if (tap_failures())
 		diag(out);
 	free(out);
 
@@ -550,7 +530,7 @@ static void check_with_pprof(const char *file)
 	      "pprof -top: main cum 160ms");
 	check(line_has(out, "name", (const char *const[]){ "70ms", "bad", NULL }),
 	      "pprof -top: the sanitized function flat 70ms");
-	if (failures)
+	if (tap_failures())
 		diag(out);
 	free(out);
 
@@ -560,7 +540,7 @@ static void check_with_pprof(const char *file)
 	      "pprof -traces -tagfocus: string labels select the worker thread only");
 	check(strstr(out, "      30ms   inner_helper (inline)\n             work_loop\n") != NULL,
 	      "pprof -traces: the merged worker stack is 30ms, inline frame above its caller");
-	if (failures)
+	if (tap_failures())
 		diag(out);
 	free(out);
 }
@@ -763,8 +743,8 @@ int main(void)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!mkdtemp(tmpdir)) {
-		printf("not ok - mkdtemp: %s\n", strerror(errno));
-		return 1;
+		check(false, "mkdtemp: %s", strerror(errno));
+		return tap_done();
 	}
 	go = find_go();
 
@@ -791,13 +771,5 @@ int main(void)
 
 out:
 	nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-	if (failures) {
-		printf("# %d check(s) failed\n", failures);
-		return 1;
-	}
-	if (!go) {
-		printf("# SKIP: go not found; set GO or put go in PATH\n");
-		return 77;
-	}
-	return 0;
+	return tap_done();
 }

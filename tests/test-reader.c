@@ -20,23 +20,8 @@
 #include <zlib.h>
 
 #include "profile/reader.h"
+#include "tests/tap.h"
 
-static int failures;
-
-static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(cond ? "ok - " : "not ok - ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	if (!cond)
-		failures++;
-}
 
 /* One gzip member holding in (len bytes) into a malloc'ed buffer; NULL on failure. */
 static unsigned char *gzip_member(const void *in, size_t len, size_t *out_len)
@@ -192,9 +177,5 @@ int main(void)
 	test_gzip_bomb();
 	test_struct_bomb();
 	test_big_file();
-	if (failures) {
-		printf("# %d check(s) failed\n", failures);
-		return 1;
-	}
-	return 0;
+	return tap_done();
 }

@@ -22,28 +22,12 @@
 #include "process/maps.h"
 #include "process/modules.h"
 #include "symbolize/symbolize.h"
+#include "tests/tap.h"
 
 #ifndef NT_GNU_BUILD_ID
 #define NT_GNU_BUILD_ID 3
 #endif
 
-static int failures;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", ok ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!ok)
-		failures++;
-}
 
 /* ---- code the symbolizer must find, in the parent and the forked child ---- */
 
@@ -605,8 +589,8 @@ int main(int argc, char **argv)
 	test_parse();
 
 	if (access("/proc/self/maps", R_OK) != 0) {
-		printf("# SKIP: /proc is not mounted\n");
-		return 77;
+		skip("symbolization of live processes", "/proc is not mounted");
+		return tap_done();
 	}
 
 	fd = mkstemp(corrupt_path);
@@ -617,8 +601,8 @@ int main(int argc, char **argv)
 		close(fd);
 	if (copy_file("/proc/self/exe", corrupt_path, -1) < 0 || corrupt_file(corrupt_path) < 0 ||
 	    copy_file("/proc/self/exe", trunc_path, 200) < 0) {
-		printf("not ok - cannot prepare test files in /tmp\n");
-		return 1;
+		check(false, "prepare test files in /tmp");
+		return tap_done();
 	}
 	expect_object(&e_main, "");
 	if (system("objcopy --version >/dev/null 2>&1") == 0) {
@@ -628,7 +612,7 @@ int main(int argc, char **argv)
 				 make_debuglink_copy(dl_dir, "dl-beside", ".") == 0;
 		check(have_debuglink, "stripped copies with .gnu_debuglink made in %s", dl_dir);
 	} else {
-		printf("# SKIP: objcopy not found: .gnu_debuglink checks skipped\n");
+		skip(".gnu_debuglink lookups", "objcopy not found");
 	}
 
 	if (pipe(ready) < 0 || pipe(block) < 0) {
@@ -637,8 +621,8 @@ int main(int argc, char **argv)
 	}
 	child = fork();
 	if (child < 0) {
-		printf("# SKIP: fork: %s\n", strerror(errno));
-		return 77;
+		skip("symbolization of a live child", strerror(errno));
+		return tap_done();
 	}
 	if (child == 0) {
 		void *p;
@@ -676,10 +660,10 @@ int main(int argc, char **argv)
 	close(ready[1]);
 	close(block[0]);
 	if (read(ready[0], addrs, sizeof(addrs)) != (ssize_t)sizeof(addrs)) {
-		printf("not ok - child did not start\n");
+		check(false, "the child starts");
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
-		return 1;
+		return tap_done();
 	}
 	/* The child keeps its mapping of the corrupt copy: now a deleted file. */
 	unlink(corrupt_path);
@@ -689,11 +673,11 @@ int main(int argc, char **argv)
 
 		snprintf(path, sizeof(path), "/proc/%d/maps", (int)child);
 		if (access(path, R_OK) != 0) {
-			printf("# SKIP: cannot read %s: %s\n", path, strerror(errno));
+			skip("symbolization of a live child", "its /proc/PID/maps is not readable");
 			kill(child, SIGKILL);
 			waitpid(child, NULL, 0);
 			unlink(trunc_path);
-			return 77;
+			return tap_done();
 		}
 	}
 
@@ -713,6 +697,5 @@ int main(int argc, char **argv)
 	}
 	(void)argc;
 	(void)argv;
-	printf("# %d failure(s)\n", failures);
-	return failures ? 1 : 0;
+	return tap_done();
 }
