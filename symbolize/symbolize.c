@@ -483,14 +483,15 @@ static const char *resolve_symbol(Dwfl_Module *dm, Dwarf_Addr da)
 /*
  * The CU DIE holding da (*bias: libdwfl's DWARF bias): libdw's answer
  * through .debug_aranges, else the module's index of the CUs' own ranges,
- * built on first need (Go writes no aranges).
+ * built on first need (Go writes no aranges; in a cgo binary only the C
+ * CUs have them).
  */
 static Dwarf_Die *addr_cu(struct mod_state *st, Dwarf_Addr da, Dwarf_Die *mem, Dwarf_Addr *bias)
 {
 	Dwarf_Die *cu = dwfl_module_addrdie(st->dm, da, bias);
 	Dwarf *dbg;
 
-	if (cu)
+	if (cu && dwarf_haspc(cu, da - *bias) > 0)
 		return cu;
 	if (!st->cus_built) {
 		st->cus_built = true;
@@ -532,8 +533,12 @@ static void resolve_line(struct mod_state *st, Dwarf_Addr da, struct resolved *r
 	/* libdw answers with the nearest line even past the end of its CU's
 	 * code (crt1's _start got the last line of main's file). */
 	lcu = dwfl_linecu(line);
-	if (lcu && dwfl_module_getdwarf(dm, &lbias) && dwarf_haspc(lcu, da - lbias) == 0)
+	if (lcu && dwfl_module_getdwarf(dm, &lbias) && dwarf_haspc(lcu, da - lbias) == 0) {
+		/* .debug_aranges may cover only part of the CUs (a cgo
+		 * binary: the C ones): ask the CUs' own ranges. */
+		resolve_line_indexed(st, da, r);
 		return;
+	}
 	r->src = dwfl_lineinfo(line, &laddr, &r->line, NULL, NULL, NULL);
 	if (!r->src)
 		r->line = 0;

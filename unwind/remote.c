@@ -67,7 +67,8 @@ struct remote_unwinder {
 	bool missing_reg;
 	bool step_without_cfi;	/* the current step found no CFI for a pc */
 	bool in_signal_ctx;	/* registers come from sig_regs, not the snapshot */
-	struct user_regs_struct sig_regs; /* the context a signal interrupted */
+	struct user_regs_struct sig_regs; /* the context a signal interrupted, or
+					   * the goroutine a cgo call left */
 	bool rbp_probed;	/* frame_pointer_guess ran for this walk */
 	uint64_t rbp_guess;	/* its answer, 0 for none */
 	uint64_t rbp_floor;	/* SP of the frame that needs %rbp; 0: do not guess */
@@ -596,6 +597,41 @@ static int enter_signal_context(struct remote_unwinder *u, unw_cursor_t *c)
 	return unw_init_remote(c, u->as, u) < 0 ? -EFAULT : 0;
 }
 
+/*
+ * c is at runtime.asmcgocall on the g0 stack, where C code called from Go
+ * runs.  Go's asmcgocall keeps, at 40(SP) and 48(SP) of its frame, the
+ * depth of the goroutine's SP below its stack top and the goroutine (g,
+ * whose second word is stack.hi); at that SP lies the return address into
+ * runtime.cgocall.  The goroutine does not run while its C call lasts, so
+ * its stack is read as it is (it is not in the copy); the return address
+ * must land in runtime.cgocall, or the walk ends at the switch.  Restarts c
+ * there and returns its pc, or 0.
+ */
+static uint64_t enter_cgo_caller(struct remote_unwinder *u, unw_cursor_t *c)
+{
+	uint64_t depth, g, hi, sp, ret;
+	unw_word_t sp_a;
+
+	if (unw_get_reg(c, UNW_REG_SP, &sp_a) < 0 || read_mem(u, sp_a + 40, &depth, 8) < 0 ||
+	    read_mem(u, sp_a + 48, &g, 8) < 0)
+		return 0;
+	if (g) {
+		if (read_mem(u, g + 8, &hi, 8) < 0 || depth > hi)
+			return 0;
+		sp = hi - depth;
+	} else {
+		sp = depth;	/* called on a system stack: the SP itself */
+	}
+	if (read_mem(u, sp, &ret, 8) < 0 || root_kind(u, ret, false) != ROOTS_CGO_CALLER)
+		return 0;
+	u->sig_regs = u->in_signal_ctx ? u->sig_regs : u->snap->regs;
+	u->sig_regs.rsp = sp + 8;
+	u->sig_regs.rip = ret;
+	u->sig_regs.rbp = 0;	/* Go's CFI does not need it */
+	u->in_signal_ctx = true;
+	return unw_init_remote(c, u->as, u) < 0 ? 0 : ret;
+}
+
 static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
 		   size_t max, enum remote_end *end, uint64_t *fail_sp)
 {
@@ -678,14 +714,21 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 		 * every other caller's ip is a return address. */
 		put_frame(u, &frames[n++], ip, was_signal);
 		kind = root_kind(u, ip, was_signal);
+		if (kind == ROOTS_CGO_SWITCH && n < max && (ip = enter_cgo_caller(u, &c))) {
+			/* Continued on the goroutine's stack. */
+			put_frame(u, &frames[n++], ip, false);
+			kind = root_kind(u, ip, false);
+		}
 		switch (kind) {
 		case ROOTS_THREAD:
 			*end = REMOTE_END_COMPLETE;
 			goto out;
 		case ROOTS_SWITCH:
+		case ROOTS_CGO_SWITCH:
 			*end = REMOTE_END_GO_SWITCH;
 			goto out;
 		case ROOTS_NONE:
+		case ROOTS_CGO_CALLER:
 			break;
 		}
 	}

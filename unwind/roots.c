@@ -35,7 +35,8 @@ static const struct {
 	{ "runtime.mcall", ROOTS_SWITCH },
 	{ "runtime.systemstack", ROOTS_SWITCH },
 	{ "runtime.morestack", ROOTS_SWITCH },
-	{ "runtime.asmcgocall", ROOTS_SWITCH },
+	{ "runtime.asmcgocall", ROOTS_CGO_SWITCH },
+	{ "runtime.cgocall", ROOTS_CGO_CALLER },
 };
 
 /* Go's linker marks a function's ABI with a suffix the root list omits. */

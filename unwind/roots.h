@@ -4,7 +4,8 @@
  * entry points (_start, clone, clone3, start_thread; Go's runtime.goexit,
  * runtime.mstart, runtime.rt0_go) and Go's stack switches (runtime.mcall,
  * runtime.systemstack, runtime.morestack, runtime.asmcgocall), above which
- * the frames on the g0 stack are not the caller's.  A walk is complete only
+ * the frames on the g0 stack are not the caller's; asmcgocall's is followed
+ * to the goroutine that waits in runtime.cgocall.  A walk is complete only
  * when it reaches one of these, or a frame whose CFI marks the end.
  * Addresses come from the module's symbol table, read once.
  */
@@ -19,6 +20,8 @@ enum roots_kind {
 	ROOTS_NONE,
 	ROOTS_THREAD,	/* a thread or goroutine starts here */
 	ROOTS_SWITCH,	/* Go switched to the g0 stack here */
+	ROOTS_CGO_SWITCH, /* runtime.asmcgocall: C runs on g0, the goroutine waits */
+	ROOTS_CGO_CALLER, /* runtime.cgocall: not a root, where asmcgocall returns */
 };
 
 struct roots;

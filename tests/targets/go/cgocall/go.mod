@@ -1,0 +1,3 @@
+module cprof.test/cgocall
+
+go 1.19
