@@ -137,6 +137,22 @@ char *cli_inproc_library(void);
 /* A command's exit status as a shell reports it: 128+N for signal N. */
 int cli_exit_code_of(int status);
 
+/* Where record's command reads and writes: -1 keeps cprof's own. */
+struct cli_child_io {
+	int stdin_fd, stdout_fd;
+	bool default_signals;	/* SIGINT and SIGQUIT back to their default action */
+};
+
+/*
+ * record's ptrace path: runs argv (io may be NULL), profiles it until it
+ * exits or a's duration ends, writes the profile.  *stats (may be NULL)
+ * receives the session's statistics, zeroed when it never attached.
+ * Returns the exit code record would exit with (the command's status, or
+ * cprof's own failure), everything already reported.
+ */
+int cli_record_ptrace(const struct cli_session *a, char **argv, const struct cli_child_io *io,
+		      struct sampler_stats *stats);
+
 int cmd_attach(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_dump_threads(int argc, char **argv);

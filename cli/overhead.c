@@ -22,14 +22,13 @@
 
 #define DEFAULT_RUNS 5
 #define MAX_RUNS 100
-#define RECORD_ARGC 14		/* cprof record ... --, before the command */
-#define JSON_TAIL 8192		/* the record summary is the last ~700 bytes */
+#define RECORD_ARGC 10		/* cprof record ... --, before the command */
 
 /* What one run yields; the record figures only for the ptrace variants. */
 enum metric {
-	M_WALL,		/* the child's wall time, fork to reap */
+	M_WALL,		/* fork to reap (ptrace: to the profile written) */
 	M_CPU,		/* the command's user + system time */
-	M_CPU_TOTAL,	/* the whole subtree's, cprof record included */
+	M_CPU_TOTAL,	/* the command's and the profiler's */
 	M_CPROF_CPU,	/* cprof's sampling thread */
 	M_SAMPLES,
 	M_STOPS,
@@ -41,38 +40,18 @@ enum metric {
 	M_COUNT,
 };
 
-/*
- * The figures read back from 'cprof record --json'.  The object is our own
- * print_json (cli/session.c): flat keys, and nested ones unique within their
- * parent, so a search for the key after its parent is enough of a parser.
- */
-static const struct {
-	enum metric m;
-	const char *parent;
-	const char *key;
-} record_fields[] = {
-	{ M_SAMPLES, NULL, "samples" },
-	{ M_STOPS, NULL, "stops" },
-	{ M_STOP_P50, "stop_ns", "p50" },
-	{ M_STOP_P99, "stop_ns", "p99" },
-	{ M_STOP_MAX, "stop_ns", "max" },
-	{ M_STOPPED_FRACTION, "stopped_fraction", "max" },
-	{ M_CPROF_CPU, NULL, "cprof_cpu_ns" },
-	{ M_SESSION, NULL, "elapsed_ns" },
-};
-
 enum sampler_kind { KIND_NONE, KIND_PTRACE, KIND_INPROC };
 
 /* Run in this order in every round, so that machine noise hits all alike. */
 static const struct variant {
 	const char *name;
 	enum sampler_kind kind;
-	const char *record_opt[2];	/* what selects it in cprof record */
+	enum sampler_stop stop;		/* KIND_PTRACE */
 } variants[] = {
-	{ "unprofiled", KIND_NONE, { NULL, NULL } },
-	{ "ptrace-thread", KIND_PTRACE, { "--stop", "thread" } },
-	{ "ptrace-process", KIND_PTRACE, { "--stop", "process" } },
-	{ "inproc", KIND_INPROC, { "--inproc", NULL } },
+	{ "unprofiled", KIND_NONE, SAMPLER_STOP_THREAD },
+	{ "ptrace-thread", KIND_PTRACE, SAMPLER_STOP_THREAD },
+	{ "ptrace-process", KIND_PTRACE, SAMPLER_STOP_PROCESS },
+	{ "inproc", KIND_INPROC, SAMPLER_STOP_THREAD },
 };
 #define N_VARIANTS (sizeof(variants) / sizeof(variants[0]))
 
@@ -90,6 +69,7 @@ struct overhead {
 	char profile[PATH_MAX + 16];
 	char out_path[PATH_MAX + 16];
 	char hz[16];
+	int null_fd;		/* /dev/null: the command's standard input */
 	struct result res[N_VARIANTS];
 	bool complete;
 };
@@ -209,87 +189,17 @@ static int run_child(const char *file, char **argv, int out_fd, double *wall_ns,
 	return e ? -e : 0;
 }
 
-/* The number after "key": in obj, after "parent": when parent is not NULL. */
-static int json_number(const char *obj, const char *parent, const char *key, double *v)
-{
-	char pat[64];
-	char *end;
-	const char *p = obj;
-
-	if (parent) {
-		snprintf(pat, sizeof(pat), "\"%s\": ", parent);
-		p = strstr(p, pat);
-		if (!p)
-			return -ENOENT;
-	}
-	snprintf(pat, sizeof(pat), "\"%s\": ", key);
-	p = strstr(p, pat);
-	if (!p)
-		return -ENOENT;
-	errno = 0;
-	*v = strtod(p + strlen(pat), &end);
-	return errno || end == p + strlen(pat) ? -EINVAL : 0;
-}
-
-/*
- * Reads the record summary from the captured stdout: the last object there,
- * after whatever the command printed.  Returns 0 or -errno.
- */
-static int read_record_json(struct overhead *o, struct result *r)
-{
-	char buf[JSON_TAIL + 1], *obj = NULL, *p;
-	struct stat st;
-	off_t from;
-	ssize_t n;
-	size_t i;
-	int fd, ret;
-
-	fd = open(o->out_path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		goto close_fd;
-	}
-	from = st.st_size > JSON_TAIL ? st.st_size - JSON_TAIL : 0;
-	n = pread(fd, buf, JSON_TAIL, from);
-	if (n < 0) {
-		ret = -errno;
-		goto close_fd;
-	}
-	buf[n] = '\0';
-	/* The command's own output comes first and may be binary (NUL bytes
-	 * stop strstr): search the whole buffer, the last object wins. */
-	for (p = buf; (p = memmem(p, (size_t)(buf + n - p), "{\"pid\": ", 8)) != NULL; p++)
-		obj = p;
-	ret = -ENOENT;
-	if (!obj)
-		goto close_fd;
-	for (i = 0; i < sizeof(record_fields) / sizeof(record_fields[0]); i++) {
-		ret = json_number(obj, record_fields[i].parent, record_fields[i].key,
-				  &r->v[record_fields[i].m][r->runs]);
-		if (ret < 0)
-			goto close_fd;
-	}
-	ret = 0;
-close_fd:
-	close(fd);
-	return ret;
-}
-
-/* Fills argv (RECORD_ARGC + the command + NULL) for cprof record. */
-static void record_argv(struct overhead *o, const struct variant *v, char **argv)
+/* Fills argv (RECORD_ARGC + the command + NULL) for cprof record --inproc. */
+static void inproc_argv(struct overhead *o, char **argv)
 {
 	size_t n = 0, i;
 
 	argv[n++] = "cprof";
 	argv[n++] = "record";
-	argv[n++] = "--json";
+	argv[n++] = "--inproc";
 	argv[n++] = "-q";
 	argv[n++] = "-o";
 	argv[n++] = o->profile;
-	for (i = 0; i < 2 && v->record_opt[i]; i++)
-		argv[n++] = (char *)v->record_opt[i];
 	argv[n++] = "-F";
 	argv[n++] = o->hz;
 	argv[n++] = "--mode";
@@ -300,65 +210,115 @@ static void record_argv(struct overhead *o, const struct variant *v, char **argv
 	argv[n] = NULL;
 }
 
+static double rusage_ns(const struct rusage *ru)
+{
+	return timeval_ns(&ru->ru_utime) + timeval_ns(&ru->ru_stime);
+}
+
 /*
- * One run of one variant.  Returns -1 when it was measured, or an exit code:
+ * A ptrace variant, run in this process by record's own code, so that its
+ * statistics arrive as data.  The command's CPU is that of the children
+ * reaped meanwhile (the tracing thread reaps it); cprof's is this
+ * process's, sampling, symbols and writing the profile included.  Sets
+ * *code to the status record would exit with.  Returns 0, or -errno when
+ * the time could not be read.
+ */
+static int run_ptrace(struct overhead *o, const struct variant *v, int out_fd, int *code)
+{
+	struct result *r = &o->res[v - variants];
+	struct cli_session a = o->s;
+	struct cli_child_io io = { .stdin_fd = o->null_fd, .stdout_fd = out_fd,
+				   .default_signals = true };
+	struct rusage c0, c1, s0, s1;
+	struct sampler_stats st;
+	uint64_t t0 = now_ns();
+
+	a.stop = v->stop;
+	a.quiet = true;
+	a.json = false;
+	a.output = o->profile;
+	if (getrusage(RUSAGE_CHILDREN, &c0) < 0 || getrusage(RUSAGE_SELF, &s0) < 0)
+		return -errno;
+	*code = cli_record_ptrace(&a, o->cmd, &io, &st);
+	if (getrusage(RUSAGE_CHILDREN, &c1) < 0 || getrusage(RUSAGE_SELF, &s1) < 0)
+		return -errno;
+	r->v[M_WALL][r->runs] = (double)(now_ns() - t0);
+	r->v[M_CPU][r->runs] = rusage_ns(&c1) - rusage_ns(&c0);
+	r->v[M_CPU_TOTAL][r->runs] = r->v[M_CPU][r->runs] + rusage_ns(&s1) - rusage_ns(&s0);
+	r->v[M_CPROF_CPU][r->runs] = (double)st.cprof_cpu_ns;
+	r->v[M_SAMPLES][r->runs] = (double)st.samples;
+	r->v[M_STOPS][r->runs] = (double)st.tracer.stops;
+	r->v[M_STOP_P50][r->runs] = (double)tracer_stop_percentile(&st.tracer, 50);
+	r->v[M_STOP_P99][r->runs] = (double)tracer_stop_percentile(&st.tracer, 99);
+	r->v[M_STOP_MAX][r->runs] = (double)st.tracer.stop_ns_max;
+	r->v[M_STOPPED_FRACTION][r->runs] = st.tracer.stopped_fraction_max;
+	r->v[M_SESSION][r->runs] = (double)st.elapsed_ns;
+	return 0;
+}
+
+/* Unprofiled, or under cprof record --inproc: a child process, timed by wait4.
+ * Sets *code to its exit status.  Returns 0 or -errno (it could not run). */
+static int run_process(struct overhead *o, const struct variant *v, char **argv_buf, int out_fd,
+		       int *code)
+{
+	struct result *r = &o->res[v - variants];
+	const char *file = o->cmd[0];
+	char **argv = o->cmd;
+	int status, ret;
+
+	if (v->kind == KIND_INPROC) {
+		inproc_argv(o, argv_buf);
+		/* This very binary, even if a rebuild replaced the file meanwhile. */
+		file = "/proc/self/exe";
+		argv = argv_buf;
+	}
+	ret = run_child(file, argv, out_fd, &r->v[M_WALL][r->runs], &r->v[M_CPU][r->runs],
+			&status);
+	if (ret < 0) {
+		cli_error("cannot run '%s': %s", file, strerror(-ret));
+		return ret;
+	}
+	r->v[M_CPU_TOTAL][r->runs] = r->v[M_CPU][r->runs];
+	*code = cli_exit_code_of(status);
+	return 0;
+}
+
+/*
+ * One run of one variant.  Returns 0 when it was measured, or an exit code:
  * CPROF_EXIT_PARTIAL when the command failed, CPROF_EXIT_FATAL when it could
  * not be run at all (both reported).
  */
 static int run_variant(struct overhead *o, size_t vi, char **argv_buf, unsigned round)
 {
 	const struct variant *v = &variants[vi];
-	struct result *r = &o->res[vi];
-	const char *file = o->cmd[0];
-	char **argv = o->cmd;
-	int out_fd, status, ret, code;
-	double *wall = &r->v[M_WALL][r->runs], *cpu = &r->v[M_CPU_TOTAL][r->runs];
+	int out_fd, ret, code = 0;
 
-	if (v->kind != KIND_NONE) {
-		record_argv(o, v, argv_buf);
-		/* This very binary, even if a rebuild replaced the file meanwhile. */
-		file = "/proc/self/exe";
-		argv = argv_buf;
-	}
 	/* The same sink for every variant: writing costs the same in all. */
 	out_fd = open(o->out_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (out_fd < 0) {
 		cli_error("cannot create '%s': %s", o->out_path, strerror(errno));
 		return CPROF_EXIT_FATAL;
 	}
-	ret = run_child(file, argv, out_fd, wall, cpu, &status);
+	if (v->kind == KIND_PTRACE) {
+		ret = run_ptrace(o, v, out_fd, &code);
+		if (ret < 0)
+			cli_error("cannot read the resource usage of cprof: %s", strerror(-ret));
+	} else {
+		ret = run_process(o, v, argv_buf, out_fd, &code);
+	}
 	close(out_fd);
 	unlink(o->profile);
-	if (ret < 0) {
-		cli_error("cannot run '%s': %s", file, strerror(-ret));
+	if (ret < 0)
 		return CPROF_EXIT_FATAL;
-	}
-	code = cli_exit_code_of(status);
 	if (code != 0) {
-		/* Under cprof record, its own errors (already on stderr) show
+		/* Under a profiler, its own errors (already on stderr) show
 		 * here as its exit status too. */
 		cli_error("overhead: '%s' exited with status %d under %s (run %u)", o->cmd[0], code,
 			  v->name, round + 1);
 		return CPROF_EXIT_PARTIAL;
 	}
-	r->v[M_CPU][r->runs] = *cpu;
-	if (v->kind == KIND_PTRACE) {
-		ret = read_record_json(o, r);
-		if (ret < 0) {
-			cli_error("cannot read the summary of cprof record under %s (run %u): %s",
-				  v->name, round + 1, strerror(-ret));
-			return CPROF_EXIT_FATAL;
-		}
-		/* wait4 counts cprof record with the command it reaped; take
-		 * its sampling thread out to leave the command's own time.
-		 * What record spends after sampling (symbols, writing the
-		 * profile) stays in: cpu_total_ns shows the whole. */
-		r->v[M_CPU][r->runs] -= r->v[M_CPROF_CPU][r->runs];
-		if (r->v[M_CPU][r->runs] < 0)
-			r->v[M_CPU][r->runs] = 0;
-	}
-	r->runs++;
-	return -1;
+	o->res[vi].runs++;
+	return 0;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -516,8 +476,8 @@ static void print_table(const struct overhead *o)
 		printf("%-15s %4u  %-24s  %-24s  %-14s  %-20s  %s\n", variants[i].name, r->runs,
 		       wall, cpu, slow, stop, frac);
 	}
-	printf("CPU is the command's user+system time (ptrace: less cprof's sampling thread; "
-	       "inproc: the sampler included); stop figures are medians over runs.\n");
+	printf("CPU is the command's user+system time (inproc: the sampler included); stop "
+	       "figures are medians over runs.\n");
 }
 
 static bool measured_any(const struct overhead *o)
@@ -588,16 +548,24 @@ static enum cli_parse_result parse_args(int argc, char **argv, struct overhead *
 	return CLI_PARSE_OK;
 }
 
-static int make_dir(struct overhead *o)
+/* The temporary directory for profiles and captured output, and /dev/null
+ * for the command's input.  Returns 0, or -1 once reported. */
+static int make_scratch(struct overhead *o)
 {
 	const char *tmp = getenv("TMPDIR");
 
 	if (!tmp || !*tmp)
 		tmp = "/tmp";
+	o->null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (o->null_fd < 0) {
+		cli_error("cannot open '/dev/null': %s", strerror(errno));
+		return -1;
+	}
 	if ((size_t)snprintf(o->dir, sizeof(o->dir), "%s/cprof-overhead.XXXXXX", tmp) >=
 	    sizeof(o->dir) || !mkdtemp(o->dir)) {
 		cli_error("cannot create a directory in '%s': %s (set TMPDIR to a writable "
 			  "directory)", tmp, strerror(errno));
+		close(o->null_fd);
 		return -1;
 	}
 	snprintf(o->profile, sizeof(o->profile), "%s/profile.pb.gz", o->dir);
@@ -605,14 +573,77 @@ static int make_dir(struct overhead *o)
 	return 0;
 }
 
+static void drop_scratch(struct overhead *o)
+{
+	close(o->null_fd);
+	remove_dir(o->dir);
+}
+
+/* The rounds.  Returns the exit code: that of the first failed run, else ok. */
+static int measure(struct overhead *o, char **argv_buf)
+{
+	unsigned round;
+	size_t vi;
+	int code;
+
+	/* Ctrl-C reaches the command through the terminal and ends the run
+	 * with a status that stops the measurement; cprof stays to clean up. */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	o->complete = true;
+	for (round = 0; round < o->runs; round++) {
+		for (vi = 0; vi < N_VARIANTS; vi++) {
+			if (o->res[vi].skipped)
+				continue;
+			code = run_variant(o, vi, argv_buf, round);
+			if (code != 0) {
+				/* One failed run spoils the comparison: stop,
+				 * and show what was measured. */
+				o->complete = false;
+				goto out;
+			}
+		}
+		if (!o->s.quiet)
+			print_progress(o, round);
+	}
+	code = CPROF_EXIT_OK;
+out:
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	return code;
+}
+
+/* Finds the in-process library, makes room.  Returns CPROF_EXIT_OK or
+ * _PARTIAL (no inproc library) to go on, else _FATAL once reported. */
+static int prepare(struct overhead *o, char ***argv_buf)
+{
+	int ret = CPROF_EXIT_OK;
+	size_t n;
+
+	for (n = 0; o->cmd[n]; n++)
+		;
+	*argv_buf = calloc(RECORD_ARGC + n + 1, sizeof(**argv_buf));
+	if (!*argv_buf) {
+		cli_error("cannot allocate memory for the command line");
+		return CPROF_EXIT_FATAL;
+	}
+	if (!have_inproc_library()) {
+		cli_error("cannot find '%s' beside cprof or in %s: the inproc variant is not "
+			  "measured (build or install it)", CLI_INPROC_LIB, PKGLIBDIR);
+		o->res[N_VARIANTS - 1].skipped = true;
+		ret = CPROF_EXIT_PARTIAL;
+	}
+	if (make_scratch(o) < 0)
+		return CPROF_EXIT_FATAL;
+	return ret;
+}
+
 int cmd_overhead(int argc, char **argv)
 {
 	struct overhead *o;
 	enum cli_parse_result pr;
 	char **argv_buf = NULL;
-	unsigned round;
-	size_t vi, n;
-	int code, ret = CPROF_EXIT_OK;
+	int code, ret;
 
 	o = calloc(1, sizeof(*o));
 	if (!o) {
@@ -624,59 +655,23 @@ int cmd_overhead(int argc, char **argv)
 	pr = parse_args(argc, argv, o);
 	if (pr != CLI_PARSE_OK) {
 		ret = cli_parse_exit_code(pr);
-		goto free_o;
+		goto out;
 	}
-	for (n = 0; o->cmd[n]; n++)
-		;
-	argv_buf = calloc(RECORD_ARGC + n + 1, sizeof(*argv_buf));
-	if (!argv_buf) {
-		cli_error("cannot allocate memory for the command line");
-		ret = CPROF_EXIT_FATAL;
-		goto free_o;
-	}
-	if (!have_inproc_library()) {
-		cli_error("cannot find '%s' beside cprof or in %s: the inproc variant is not "
-			  "measured (build or install it)", CLI_INPROC_LIB, PKGLIBDIR);
-		o->res[N_VARIANTS - 1].skipped = true;
-		ret = CPROF_EXIT_PARTIAL;
-	}
-	if (make_dir(o) < 0) {
-		ret = CPROF_EXIT_FATAL;
-		goto free_argv;
-	}
-	/* Ctrl-C reaches the command through the terminal and ends the run
-	 * with a status that stops the measurement; cprof stays to clean up. */
-	signal(SIGINT, SIG_IGN);
-	signal(SIGQUIT, SIG_IGN);
-	o->complete = true;
-	for (round = 0; round < o->runs && o->complete; round++) {
-		for (vi = 0; vi < N_VARIANTS; vi++) {
-			if (o->res[vi].skipped)
-				continue;
-			code = run_variant(o, vi, argv_buf, round);
-			if (code >= 0) {
-				/* One failed run spoils the comparison: stop,
-				 * and show what was measured. */
-				o->complete = false;
-				ret = code;
-				break;
-			}
-		}
-		if (!o->s.quiet && o->complete)
-			print_progress(o, round);
-	}
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
-	remove_dir(o->dir);
+	ret = prepare(o, &argv_buf);
+	if (ret == CPROF_EXIT_FATAL)
+		goto out;
+	code = measure(o, argv_buf);
+	if (code != CPROF_EXIT_OK)
+		ret = code;
+	drop_scratch(o);
 	if (ret != CPROF_EXIT_FATAL) {
 		if (o->s.json)
 			print_json(o);
 		else if (measured_any(o))
 			print_table(o);
 	}
-free_argv:
+out:
 	free(argv_buf);
-free_o:
 	free(o);
 	return ret;
 }

@@ -52,7 +52,8 @@ static void record_usage(FILE *f)
 }
 
 /* The child side: wait for the go, exec, or report why not. */
-static void __attribute__((noreturn)) child_main(int go_fd, int err_fd, char **argv)
+static void __attribute__((noreturn)) child_main(int go_fd, int err_fd, char **argv,
+						 const struct cli_child_io *io)
 {
 	sigset_t none;
 	char c;
@@ -62,6 +63,17 @@ static void __attribute__((noreturn)) child_main(int go_fd, int err_fd, char **a
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (io && io->default_signals) {
+		signal(SIGINT, SIG_DFL);
+		signal(SIGQUIT, SIG_DFL);
+	}
+	if (io && ((io->stdin_fd >= 0 && dup2(io->stdin_fd, STDIN_FILENO) < 0) ||
+		   (io->stdout_fd >= 0 && dup2(io->stdout_fd, STDOUT_FILENO) < 0))) {
+		e = errno;
+		if (write(err_fd, &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
 	if (read(go_fd, &c, 1) != 1)
 		_exit(127);	/* cprof gave up (could not attach) */
 	execvp(argv[0], argv);
@@ -71,7 +83,7 @@ static void __attribute__((noreturn)) child_main(int go_fd, int err_fd, char **a
 	_exit(127);
 }
 
-static int spawn(struct child *ch, char **argv)
+static int spawn(struct child *ch, char **argv, const struct cli_child_io *io)
 {
 	int go[2], err[2];
 
@@ -95,7 +107,7 @@ static int spawn(struct child *ch, char **argv)
 	if (ch->pid == 0) {
 		close(go[1]);
 		close(err[0]);
-		child_main(go[0], err[1], argv);
+		child_main(go[0], err[1], argv, io);
 	}
 	close(go[0]);
 	close(err[1]);
@@ -182,7 +194,7 @@ static int record_inproc(const struct cli_session *a, char **argv)
 	 * absence afterwards means something. */
 	unlink(a->output);
 
-	ret = spawn(&ch, argv);
+	ret = spawn(&ch, argv, NULL);
 	if (ret < 0) {
 		cli_error("cannot run '%s': %s", argv[0], strerror(-ret));
 		return CPROF_EXIT_FATAL;
@@ -246,14 +258,17 @@ static int command_runnable(const char *cmd)
 	return err;
 }
 
-static int record_ptrace(const struct cli_session *a, char **argv)
+int cli_record_ptrace(const struct cli_session *a, char **argv, const struct cli_child_io *io,
+		      struct sampler_stats *stats)
 {
 	struct sampler_stats final;
 	char what[128];
 	struct child ch;
 	int status = 0, code, ret, e;
 
-	ret = spawn(&ch, argv);
+	if (stats)
+		memset(stats, 0, sizeof(*stats));
+	ret = spawn(&ch, argv, io);
 	if (ret < 0) {
 		cli_error("cannot run '%s': %s", argv[0], strerror(-ret));
 		return CPROF_EXIT_FATAL;
@@ -261,6 +276,8 @@ static int record_ptrace(const struct cli_session *a, char **argv)
 	snprintf(what, sizeof(what), "record -- %s", argv[0]);
 	memset(&final, 0, sizeof(final));
 	code = cli_session_run(a, ch.pid, what, let_go, &ch, &final);
+	if (stats)
+		*stats = final;
 	if (ch.go_fd >= 0) {
 		/* Never attached: the child reads EOF and exits 127. */
 		close(ch.go_fd);
@@ -353,5 +370,6 @@ int cmd_record(int argc, char **argv)
 		cli_error("cannot write '%s': %s", a.output, strerror(-ret));
 		return CPROF_EXIT_FATAL;
 	}
-	return inproc ? record_inproc(&a, argv + first) : record_ptrace(&a, argv + first);
+	return inproc ? record_inproc(&a, argv + first) :
+			cli_record_ptrace(&a, argv + first, NULL, NULL);
 }
