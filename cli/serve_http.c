@@ -507,6 +507,10 @@ void serve_http_done(struct hub_window *w, void *arg)
 
 	if (w->client_gone) {
 		r->status = 0;	/* nobody to answer */
+		if (!c->quiet)
+			fprintf(stderr, "cprof: GET /debug/pprof/%s?seconds=%lu: the client hung up; "
+				"its share of the sampling ended\n",
+				w->mode == SAMPLER_WALL ? "wall" : "profile", r->seconds);
 	} else if (w->err) {
 		window_failure(c, r);
 		if (w->err != -ECANCELED) {
@@ -644,8 +648,11 @@ static enum MHD_Result answer_ready(struct serve_ctx *c, struct req *r)
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
 
-	if (!r->status)
-		return MHD_NO;	/* the client left: close */
+	if (!r->status) {
+		/* The client left: this answer goes nowhere, and refusing the
+		 * request instead would be logged as an application error. */
+		return answer(r->conn, MHD_HTTP_SERVICE_UNAVAILABLE, CT_TEXT, "", 0, NULL, NULL);
+	}
 	count_status(c, r->status);
 	if (r->fd >= 0) {
 		resp = MHD_create_response_from_fd(r->size, r->fd);
