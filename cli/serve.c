@@ -289,7 +289,9 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&mask, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	sigdelset(&mask, SIGCHLD);
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	/* Non-blocking: a running session's signalfd may take the signal
+	 * this one was woken for. */
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 	c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (sfd < 0 || c.wake_fd < 0) {
 		cli_error("cannot set up serve: %s", strerror(errno));

@@ -34,7 +34,7 @@ struct serve_ctx {
 	uint64_t requests[6];	/* by class: 2xx, 3xx, 4xx, 5xx, client gone, other */
 	bool sampling_failed;	/* a session could not sample: exit status 1 */
 	bool target_exited;	/* a session ended because the target exited */
-	int stop_signal;	/* a session ended on this signal, 0 if none */
+	int stop_signal;	/* a session ended on this signal (-1: unnamed), 0 if none */
 };
 
 /* Starts the HTTP daemon on c->listen_fd.  Returns 0 or -errno. */

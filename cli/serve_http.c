@@ -546,8 +546,9 @@ void serve_http_session_end(const struct sampler_stats *st, int err, void *arg)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->target_exited = c->target_exited || st->target_exited;
-	if (st->stop_requested && st->tracer.stop_signal)
-		c->stop_signal = st->tracer.stop_signal;
+	/* -1: a stop signal the tracer did not name */
+	if (st->stop_requested)
+		c->stop_signal = st->tracer.stop_signal ? st->tracer.stop_signal : -1;
 	pthread_mutex_unlock(&c->mu);
 	if (write(c->wake_fd, &one, sizeof(one)) < 0) {
 		/* an eventfd only fails when its counter is full: awake already */
