@@ -2,16 +2,19 @@
 # SPDX-License-Identifier: MIT
 # Build and run cprof's libFuzzer harnesses (not part of the test suite).
 #
-# usage: fuzz/run.sh BUILD_DIR [SECONDS]
+# usage: fuzz/run.sh BUILD_DIR [SECONDS [HARNESS...]]
 #
 # BUILD_DIR is a configured and built cprof tree (it provides config.h and
-# the protoc-c output); SECONDS (default 60) is the time per harness.
+# the protoc-c output); SECONDS (default 60) is the time per harness;
+# HARNESS names which ones run (symbolize, maps, reader; default all).
 # Needs clang with libFuzzer: on Debian 12 the packages clang-14 and
 # libclang-rt-14-dev (run as root, this script installs the latter if
 # -fsanitize=fuzzer does not link).  CC overrides the compiler (default clang).
 #
 #   fuzz-symbolize  ELF/DWARF bytes as the file of a module, through sym_lookup
 #   fuzz-maps       text through sym_maps_parse and sym_maps_find
+#   fuzz-reader     bytes as a pprof file through prof_rd_buffer, then
+#                   reports, diffs and flame graphs of what reads
 #
 # Everything goes to BUILD_DIR/fuzz/: binaries, corpora (kept between runs),
 # logs, and the crashing inputs (artifacts/).  Crashing inputs of at most
@@ -24,10 +27,18 @@ set -u
 die() { echo "run.sh: $*" >&2; exit 2; }
 say() { echo "run.sh: $*"; }
 
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: fuzz/run.sh BUILD_DIR [SECONDS]"
+[ $# -ge 1 ] || die "usage: fuzz/run.sh BUILD_DIR [SECONDS [HARNESS...]]"
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" 2>/dev/null && pwd) || die "no build directory '$1'"
 seconds=${2:-60}
+harnesses="symbolize maps reader"
+if [ $# -ge 3 ]; then
+	shift 2
+	for h in "$@"; do
+		case " $harnesses " in *" $h "*) ;; *) die "no harness '$h' (symbolize, maps, reader)" ;; esac
+	done
+	harnesses="$*"
+fi
 case $seconds in ''|*[!0-9]*) die "SECONDS must be a number of seconds: '$seconds'" ;; esac
 CC=${CC:-clang}
 [ -f "$build/config.h" ] || die "'$build' is not a configured cprof build (no config.h)"
@@ -71,7 +82,23 @@ for h in symbolize maps; do
 	"$CC" $CFLAGS_F -fsanitize=fuzzer "$root/fuzz/fuzz-$h.c" $objs $pkg_libs -liberty \
 		-o "$out/fuzz-$h" || die "cannot build fuzz-$h"
 done
-say "built $out/fuzz-symbolize and $out/fuzz-maps"
+# The pprof reader and what reads its output: no libdw, but protobuf-c,
+# zlib and the generated profile.pb-c.c and flame-js.h of BUILD_DIR.
+rd_cflags=$(pkg-config --cflags libprotobuf-c zlib) || die "pkg-config --cflags libprotobuf-c zlib failed"
+rd_libs=$(pkg-config --libs libprotobuf-c zlib) || die "pkg-config --libs libprotobuf-c zlib failed"
+[ -f "$build/profile/flame-js.h" ] || die "'$build' is not built (no profile/flame-js.h): run make there"
+rd_objs=""
+for src in lib/grow.c lib/htab.c lib/utf8.c profile/atomic.c profile/reader.c \
+	   profile/report.c profile/flame.c profile/flame-svg.c "$build/profile/profile.pb-c.c"; do
+	case $src in /*) path=$src ;; *) path="$root/$src" ;; esac
+	obj="$out/obj/rd_$(basename "$src" .c).o"
+	"$CC" $CFLAGS_F $rd_cflags -fsanitize=fuzzer-no-link -c "$path" -o "$obj" ||
+		die "cannot compile $src"
+	rd_objs="$rd_objs $obj"
+done
+"$CC" $CFLAGS_F $rd_cflags -fsanitize=fuzzer "$root/fuzz/fuzz-reader.c" $rd_objs $rd_libs -lm \
+	-o "$out/fuzz-reader" || die "cannot build fuzz-reader"
+say "built $out/fuzz-symbolize, $out/fuzz-maps and $out/fuzz-reader"
 
 # ---- seeds ---------------------------------------------------------------
 sy="$out/seeds/symbolize"
@@ -105,16 +132,35 @@ printf '%s\n' \
 	'00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon' \
 	'7f0000000000-7f0000001000 r-xp 00001000 00:05 1 /tmp/x (deleted)' \
 	'ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]' >"$mp/synthetic"
-say "seeds: $(ls "$sy" | wc -l) ELF files, $(ls "$mp" | wc -l) maps texts"
+rd="$out/seeds/reader"
+rm -rf "$rd"
+mkdir -p "$rd"
+# The smallest valid profile (one sample type, strings "", "a", "b"), plain
+# and gzipped; a recorded profile of a test target, gzipped and plain.
+printf '\x0a\x04\x08\x01\x10\x02\x32\x00\x32\x01a\x32\x01b' >"$rd/minimal.pb"
+gzip -c "$rd/minimal.pb" >"$rd/minimal.pb.gz"
+if [ -x "$build/cprof" ] && [ -x "$build/tests/targets/chain" ] &&
+   "$build/cprof" record -q -d 1s -o "$rd/chain.pb.gz" -- "$build/tests/targets/chain" -t 2 -s 1 \
+	>/dev/null 2>&1; then
+	gzip -dc "$rd/chain.pb.gz" >"$rd/chain.pb"
+else
+	say "no recorded seed profile (cprof record failed): the reader starts from the minimal one"
+	rm -f "$rd/chain.pb.gz"
+fi
+say "seeds: $(ls "$sy" | wc -l) ELF files, $(ls "$mp" | wc -l) maps texts, $(ls "$rd" | wc -l) profiles"
 
 # ---- run -----------------------------------------------------------------
 found=0
-for h in symbolize maps; do
+for h in $harnesses; do
 	corpus="$out/corpus-$h"
 	mkdir -p "$corpus"
 	art="$out/artifacts/$h-"
 	log="$out/fuzz-$h.log"
 	before=$(ls "$out/artifacts" | grep -c "^$h-" || true)
+	# the kept reproducers of this harness start every run, as regressions
+	for c in "$root"/fuzz/crashes/"$h"-*; do
+		[ -f "$c" ] && cp "$c" "$out/seeds/$h/"
+	done
 	say "fuzz-$h for $seconds s (log: $log)"
 	ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
 	UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}" \

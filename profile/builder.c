@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/arith.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
@@ -22,13 +23,7 @@ struct sample_key {
 	size_t n_labels;
 };
 
-/* ---- small helpers --------------------------------------------------- */
-
-/* Adds with wrap-around instead of signed overflow, which would be undefined. */
-static int64_t add_wrap(int64_t a, int64_t v)
-{
-	return (int64_t)((uint64_t)a + (uint64_t)v);
-}
+/* ---- strings --------------------------------------------------------- */
 
 /* Interns s (NULL is ""), storing its string_table index in *index. */
 static int intern(struct prof_builder *b, const char *s, int64_t *index)
@@ -454,7 +449,7 @@ int prof_add_sample(struct prof_builder *b, const uint64_t *location_ids, size_t
 		return append_sample(b, &key, hash, values);
 	dst = &b->values[(size_t)(ref - 1) * b->n_types];
 	for (i = 0; i < b->n_types; i++)
-		dst[i] = add_wrap(dst[i], values[i]);
+		dst[i] = cprof_add_wrap(dst[i], values[i]);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/arith.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
@@ -218,7 +219,7 @@ static int add_sample(struct flame *fl, const struct prof_rd_sample *s, int64_t 
 				return ret;
 		}
 	}
-	fl->nodes[cur].self += v;
+	fl->nodes[cur].self = cprof_add_wrap(fl->nodes[cur].self, v);
 	return 0;
 }
 
@@ -247,7 +248,8 @@ static int finish_tree(struct flame *fl)
 	for (i = 0; i < fl->n_nodes; i++)
 		fl->nodes[i].total = fl->nodes[i].self;
 	for (i = fl->n_nodes; i-- > 1;)
-		fl->nodes[fl->nodes[i].parent].total += fl->nodes[i].total;
+		fl->nodes[fl->nodes[i].parent].total =
+			cprof_add_wrap(fl->nodes[fl->nodes[i].parent].total, fl->nodes[i].total);
 	if (!n)
 		return 0;
 	keys = malloc(n * sizeof(*keys));

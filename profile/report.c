@@ -10,6 +10,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "lib/arith.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
@@ -296,22 +297,17 @@ static int cmp_key(const struct prof_rpt_row *x, const struct prof_rpt_row *y)
 	return x->line < y->line ? -1 : x->line > y->line;
 }
 
-static int64_t abs64(int64_t v)
-{
-	return v < 0 ? -v : v;
-}
-
 /* pprof's order for -top: flat, then name, then cum. */
 static int cmp_row(const void *a, const void *b)
 {
 	const struct prof_rpt_row *x = a, *y = b;
 
-	if (abs64(x->flat) != abs64(y->flat))
-		return abs64(x->flat) > abs64(y->flat) ? -1 : 1;
+	if (cprof_abs64(x->flat) != cprof_abs64(y->flat))
+		return cprof_abs64(x->flat) > cprof_abs64(y->flat) ? -1 : 1;
 	if (strcmp(x->name, y->name))
 		return cmp_str(x->name, y->name);
-	if (abs64(x->cum) != abs64(y->cum))
-		return abs64(x->cum) > abs64(y->cum) ? -1 : 1;
+	if (cprof_abs64(x->cum) != cprof_abs64(y->cum))
+		return cprof_abs64(x->cum) > cprof_abs64(y->cum) ? -1 : 1;
 	return cmp_key(x, y);
 }
 
@@ -337,14 +333,18 @@ int prof_rpt_build(const struct prof_rd_profile *p, size_t type, enum prof_rpt_b
 		const struct prof_rd_sample *s = &p->samples[i];
 		int64_t v = s->values[type];
 
-		b.o->pub.total += v;
+		b.o->pub.total = cprof_add_wrap(b.o->pub.total, v);
 		for (j = 0; j < s->n_locations; j++) {
 			ret = loc_nodes_of(&b, s->locations[j], &ls);
 			if (ret < 0)
 				goto out;
 			/* The leaf's innermost frame is where the time went. */
 			if (j == 0 && ls->count)
-				b.nodes[b.loc_nodes[ls->start]].row.flat += v;
+				{
+				int64_t *flat = &b.nodes[b.loc_nodes[ls->start]].row.flat;
+
+				*flat = cprof_add_wrap(*flat, v);
+			}
 			for (k = 0; k < ls->count; k++) {
 				struct rpt_node *n = &b.nodes[b.loc_nodes[ls->start + k]];
 
@@ -359,7 +359,7 @@ int prof_rpt_build(const struct prof_rd_profile *p, size_t type, enum prof_rpt_b
 				 * more than once; its cum counts the sample once. */
 				if (n->stamp != i + 1) {
 					n->stamp = i + 1;
-					n->row.cum += v;
+					n->row.cum = cprof_add_wrap(n->row.cum, v);
 				}
 			}
 		}

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/arith.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
@@ -171,8 +172,7 @@ int prof_stacks_add(struct prof_stacks *s, uint32_t thread, const struct prof_fr
 		return 0;
 	dst = &s->values[index * s->n_values];
 	for (i = 0; i < s->n_values; i++)
-		/* wrap instead of the undefined signed overflow */
-		dst[i] = (int64_t)((uint64_t)dst[i] + (uint64_t)values[i]);
+		dst[i] = cprof_add_wrap(dst[i], values[i]);
 	return 0;
 }
 

@@ -19,7 +19,9 @@
 
 #include <zlib.h>
 
+#include "profile/flame.h"
 #include "profile/reader.h"
+#include "profile/report.h"
 #include "tests/tap.h"
 
 
@@ -170,10 +172,45 @@ static void test_under_limits(void)
 	free(gz);
 }
 
+/*
+ * Two samples of INT64_MAX each (fuzz/crashes/reader-sum-overflow.pb): sums
+ * wrap as Go's int64 does rather than overflow, which the sanitizer build
+ * reports as undefined behaviour.
+ */
+static void test_sum_wraps(void)
+{
+	static const unsigned char msg[] = {
+		0x0a, 0x04, 0x08, 0x01, 0x10, 0x02,
+		0x12, 0x0a, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+		0x12, 0x0a, 0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+		0x32, 0x00, 0x32, 0x01, 'a', 0x32, 0x01, 'b',
+	};
+	struct prof_rd_profile *p = NULL;
+	struct prof_rpt *r = NULL;
+	FILE *devnull = fopen("/dev/null", "w");
+	int ret;
+
+	ret = prof_rd_buffer(msg, sizeof(msg), &p);
+	check(ret == 0 && p && p->n_samples == 2, "wrap: two INT64_MAX samples read (%d)", ret);
+	if (ret)
+		goto out;
+	ret = prof_rpt_build(p, 0, PROF_RPT_FUNCTION, &r);
+	check(ret == 0 && r->total == -2, "wrap: the report's total wraps to -2 as in Go (%lld)",
+	      ret ? 0LL : (long long)r->total);
+	ret = devnull ? prof_flame_svg(p, 0, NULL, 0, devnull) : -EIO;
+	check(ret == 0, "wrap: a flame graph of it is drawn (%d)", ret);
+out:
+	if (devnull)
+		fclose(devnull);
+	prof_rpt_free(r);
+	prof_rd_free(p);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_under_limits();
+	test_sum_wraps();
 	test_gzip_bomb();
 	test_struct_bomb();
 	test_big_file();
