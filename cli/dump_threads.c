@@ -336,46 +336,79 @@ int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size
 	return 0;
 }
 
+/* Captures the threads.  Returns 0, or the exit code once reported (c is
+ * then freed). */
+static int capture(const struct dump_args *a, struct capture *c)
+{
+	struct capture_opts co = {
+		.stack_size = a->stack_size,
+		.max_frames = a->max_frames,
+		.only = a->n_only ? a->only : NULL,
+		.n_only = a->n_only,
+	};
+	char why[256];
+	int ret;
+
+	if (cli_attach_obstacle(a->pid, 0, why, sizeof(why))) {
+		cli_error("cannot attach to pid %d: %s", (int)a->pid, why);
+		return CPROF_EXIT_FATAL;
+	}
+	ret = capture_process(a->pid, &co, c);
+	if (ret < 0) {
+		if (!c->attached && cli_attach_obstacle(a->pid, ret, why, sizeof(why)))
+			cli_error("cannot attach to pid %d: %s", (int)a->pid, why);
+		else
+			cli_error("cannot capture the threads of pid %d: %s", (int)a->pid,
+				  strerror(-ret));
+		capture_free(c);
+		return CPROF_EXIT_FATAL;
+	}
+	if (a->n_only && !c->n) {
+		cli_error("cannot dump pid %d: none of the threads given with --threads is in it",
+			  (int)a->pid);
+		capture_free(c);
+		return CPROF_EXIT_FATAL;
+	}
+	return 0;
+}
+
+/* The exit status of a dump, and its summary line unless -q. */
+static int finish(const struct dump_args *a, const struct capture *c)
+{
+	size_t i, partial = 0;
+	int code;
+
+	for (i = 0; i < c->n; i++)
+		partial += thread_partial(&c->threads[i]);
+	code = partial ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
+	if (a->n_only && c->n < a->n_only) {
+		cli_error("only %zu of the %zu threads given with --threads are in pid %d", c->n,
+			  a->n_only, (int)a->pid);
+		code = CPROF_EXIT_PARTIAL;
+	}
+	if (!a->quiet)
+		fprintf(stderr,
+			"cprof: dumped %zu threads of pid %d: %zu stopped for a freeze of %.3f ms "
+			"(%.3f ms stopped in all), %zu read without stopping; %zu incomplete; %.1f ms in all\n",
+			c->n, (int)a->pid, c->n_stopped, (double)c->freeze_ns / 1e6,
+			(double)c->stopped_ns / 1e6, c->n_blocked, partial, (double)c->wall_ns / 1e6);
+	return code;
+}
+
 int cmd_dump_threads(int argc, char **argv)
 {
 	struct dump_args a = { 0 };
-	struct capture_opts co;
 	struct capture c;
 	struct printer pr = { .a = &a, .c = &c, .f = stdout };
-	char why[256];
 	enum cli_parse_result r;
-	size_t i, partial = 0;
 	int code, ret;
 
 	r = parse_args(argc, argv, &a);
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
-	if (cli_attach_obstacle(a.pid, 0, why, sizeof(why))) {
-		cli_error("cannot attach to pid %d: %s", (int)a.pid, why);
-		return CPROF_EXIT_FATAL;
-	}
-	co = (struct capture_opts){
-		.stack_size = a.stack_size,
-		.max_frames = a.max_frames,
-		.only = a.n_only ? a.only : NULL,
-		.n_only = a.n_only,
-	};
-	ret = capture_process(a.pid, &co, &c);
-	if (ret < 0) {
-		if (!c.attached && cli_attach_obstacle(a.pid, ret, why, sizeof(why)))
-			cli_error("cannot attach to pid %d: %s", (int)a.pid, why);
-		else
-			cli_error("cannot capture the threads of pid %d: %s", (int)a.pid,
-				  strerror(-ret));
-		capture_free(&c);
-		return CPROF_EXIT_FATAL;
-	}
-	if (a.n_only && !c.n) {
-		cli_error("cannot dump pid %d: none of the threads given with --threads is in it",
-			  (int)a.pid);
-		capture_free(&c);
-		return CPROF_EXIT_FATAL;
-	}
+	code = capture(&a, &c);
+	if (code)
+		return code;
 	ret = sym_create(&pr.sym, c.mods, a.no_source ? SYM_NO_SOURCE : 0);
 	if (ret < 0) {
 		cli_error("cannot load symbols for pid %d: %s (printing addresses only)", (int)a.pid,
@@ -386,20 +419,7 @@ int cmd_dump_threads(int argc, char **argv)
 		print_json(&pr);
 	else
 		print_text(&pr);
-	for (i = 0; i < c.n; i++)
-		partial += thread_partial(&c.threads[i]);
-	code = partial ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
-	if (a.n_only && c.n < a.n_only) {
-		cli_error("only %zu of the %zu threads given with --threads are in pid %d", c.n,
-			  a.n_only, (int)a.pid);
-		code = CPROF_EXIT_PARTIAL;
-	}
-	if (!a.quiet)
-		fprintf(stderr,
-			"cprof: dumped %zu threads of pid %d: %zu stopped for a freeze of %.3f ms "
-			"(%.3f ms stopped in all), %zu read without stopping; %zu incomplete; %.1f ms in all\n",
-			c.n, (int)a.pid, c.n_stopped, (double)c.freeze_ns / 1e6,
-			(double)c.stopped_ns / 1e6, c.n_blocked, partial, (double)c.wall_ns / 1e6);
+	code = finish(&a, &c);
 	if (pr.sym)
 		sym_destroy(pr.sym);
 	capture_free(&c);

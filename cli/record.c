@@ -148,52 +148,67 @@ static int wait_child(pid_t pid, int *status)
 	return 0;
 }
 
-static int record_inproc(const struct cli_session *a, char **argv)
+/*
+ * The environment that makes the command sample itself: LD_PRELOAD of the
+ * in-process library, and its settings.  Returns 0, or the exit code once
+ * the error is reported.
+ */
+static int inproc_environment(const struct cli_session *a)
 {
-	char *lib, *preload = NULL, *out_abs = NULL, hz[16];
+	char *lib, *preload = NULL, *cwd, hz[16];
 	const char *old = getenv("LD_PRELOAD");
-	struct stat st;
-	struct child ch;
-	int status, code, ret, e;
+	int ret;
 
+	if (strcmp(a->output, "-") == 0) {
+		cli_error("record --inproc: the command writes the profile itself; give it a file "
+			  "name with -o");
+		return CPROF_EXIT_USAGE;
+	}
 	lib = cli_inproc_library();
 	if (!lib) {
 		cli_error("cannot find %s beside cprof or in %s (build or install it)", CLI_INPROC_LIB,
 			  PKGLIBDIR);
 		return CPROF_EXIT_FATAL;
 	}
-	if (strcmp(a->output, "-") == 0) {
-		cli_error("record --inproc: the command writes the profile itself; give it a file "
-			  "name with -o");
-		free(lib);
-		return CPROF_EXIT_USAGE;
-	}
-	out_abs = realpath(".", NULL);
-	if (!out_abs || (a->output[0] != '/' && asprintf(&preload, "%s/%s", out_abs, a->output) < 0)) {
+	/* The command may change directory: give it an absolute path. */
+	cwd = realpath(".", NULL);
+	if (!cwd || (a->output[0] != '/' && asprintf(&preload, "%s/%s", cwd, a->output) < 0)) {
 		cli_error("cannot resolve '%s': %s", a->output, strerror(errno));
-		free(lib);
-		free(out_abs);
-		return CPROF_EXIT_FATAL;
+		ret = CPROF_EXIT_FATAL;
+		goto out;
 	}
 	setenv("CPROF_INPROC_OUTPUT", a->output[0] == '/' ? a->output : preload, 1);
 	free(preload);
-	free(out_abs);
-	preload = NULL;
 	snprintf(hz, sizeof(hz), "%u", a->hz);
 	setenv("CPROF_INPROC_HZ", hz, 1);
 	setenv("CPROF_INPROC_MODE", a->mode == SAMPLER_WALL ? "wall" : "cpu", 1);
 	if (old && *old ? asprintf(&preload, "%s:%s", lib, old) < 0 :
 			  (preload = strdup(lib)) == NULL) {
-		free(lib);
-		return CPROF_EXIT_FATAL;
+		cli_error("cannot set LD_PRELOAD: %s", strerror(ENOMEM));
+		ret = CPROF_EXIT_FATAL;
+		goto out;
 	}
 	setenv("LD_PRELOAD", preload, 1);
 	free(preload);
+	ret = 0;
+out:
+	free(cwd);
 	free(lib);
+	return ret;
+}
+
+static int record_inproc(const struct cli_session *a, char **argv)
+{
+	struct stat st;
+	struct child ch;
+	int status, code, ret, e;
+
+	code = inproc_environment(a);
+	if (code)
+		return code;
 	/* The profile is the command's to write; remove a stale one so its
 	 * absence afterwards means something. */
 	unlink(a->output);
-
 	ret = spawn(&ch, argv, NULL);
 	if (ret < 0) {
 		cli_error("cannot run '%s': %s", argv[0], strerror(-ret));

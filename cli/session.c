@@ -311,6 +311,28 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       st->target_exited ? "true" : "false");
 }
 
+/*
+ * How sampling ended (ret from sampler_session), reported: CPROF_EXIT_OK,
+ * _PARTIAL (stopped early; what was collected is still written) or _FATAL
+ * (never attached: nothing to write).
+ */
+static int session_outcome(const struct sampler *s, int ret, pid_t pid, struct progress *pr)
+{
+	char why[256];
+
+	if (ret >= 0)
+		return CPROF_EXIT_OK;
+	progress_clear(pr);
+	if (!sampler_get_stats(s)->attached) {
+		if (!cli_attach_obstacle(pid, ret, why, sizeof(why)))
+			snprintf(why, sizeof(why), "%s", strerror(-ret));
+		cli_error("cannot attach to pid %d: %s", (int)pid, why);
+		return CPROF_EXIT_FATAL;
+	}
+	cli_error("sampling pid %d stopped early: %s", (int)pid, strerror(-ret));
+	return CPROF_EXIT_PARTIAL;
+}
+
 int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		    void (*after_attach)(void *), void *arg, struct sampler_stats *final)
 {
@@ -328,8 +350,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	struct progress pr = { .duration_ns = a->duration_ns };
 	struct sym_live *live = NULL;
 	struct sampler *s = NULL;
-	char why[256];
-	int code = CPROF_EXIT_OK, ret;
+	int code, ret;
 
 	/* a status line is for a person watching; logs and pipes get the summary alone */
 	if (!a->quiet && isatty(STDERR_FILENO)) {
@@ -352,21 +373,9 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	/* symbols and the write can take seconds: say so instead of freezing */
 	if (pr.shown)
 		progress_show(&pr, "cprof: writing profile...");
-	if (ret < 0 && !sampler_get_stats(s)->attached) {
-		progress_clear(&pr);
-		if (!cli_attach_obstacle(pid, ret, why, sizeof(why)))
-			snprintf(why, sizeof(why), "%s", strerror(-ret));
-		cli_error("cannot attach to pid %d: %s", (int)pid, why);
-		sym_live_destroy(live);
-		sampler_destroy(s);
-		return CPROF_EXIT_FATAL;
-	}
-	if (ret < 0) {
-		/* What was collected is still written below. */
-		progress_clear(&pr);
-		cli_error("sampling pid %d stopped early: %s", (int)pid, strerror(-ret));
-		code = CPROF_EXIT_PARTIAL;
-	}
+	code = session_outcome(s, ret, pid, &pr);
+	if (code == CPROF_EXIT_FATAL)
+		goto out;
 	ret = write_profile(s, live, a, pid, what, &pr);
 	progress_clear(&pr);
 	if (ret < 0) {
@@ -377,6 +386,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		if (a->json)
 			print_json(a, pid, sampler_get_stats(s));
 	}
+out:
 	sym_live_destroy(live);
 	sampler_destroy(s);
 	return code;
