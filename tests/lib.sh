@@ -161,6 +161,13 @@ assert_released() {
 		fail "$2: target $1 still traced or in tracing stop: states [$(task_states "$1" | sort | uniq -c | tr '\n' ' ')] tracers [$(task_tracers "$1" | sort -u | tr '\n' ' ')]"
 }
 
+# assert_untouched PID WHAT: after a cprof that gave up, the target is not
+# traced and no thread of it is stopped (neither t nor T).
+assert_untouched() {
+	untraced_and_not_t "$1" && none_stopped "$1" ||
+		fail "$2: target $1 was touched: states [$(task_states "$1" | tr '\n' ' ')] tracers [$(task_tracers "$1" | sort -u | tr '\n' ' ')]"
+}
+
 # ---- processes -----------------------------------------------------------
 
 # wait_pid_exit PID TIMEOUT_S: wait (bounded) for our child PID to end.
@@ -351,6 +358,22 @@ wait_cprof() {
 expect_status() {
 	[ "$CPROF_STATUS" -eq "$1" ] ||
 		fail "$2: cprof exit status $CPROF_STATUS, expected $1; stderr: $(cat "$CPROF_STDERR")"
+}
+
+# expect_error STATUS REGEX WHAT ARGS...: cprof ARGS exits with STATUS,
+# writes nothing on stdout and exactly one line on stderr, which starts with
+# "cprof: " and matches the extended REGEX.
+expect_error() {
+	local status=$1 re=$2 what=$3 n
+	shift 3
+	run_cprof "$@"
+	expect_status "$status" "$what"
+	[ ! -s "$CPROF_STDOUT" ] || fail "$what: unexpected output on stdout: $(head -c 300 "$CPROF_STDOUT")"
+	n=$(wc -l <"$CPROF_STDERR")
+	[ "$n" -eq 1 ] || fail "$what: expected one line on stderr, got $n: $(cat "$CPROF_STDERR")"
+	grep -q '^cprof: ' "$CPROF_STDERR" || fail "$what: message does not start with 'cprof: ': $(cat "$CPROF_STDERR")"
+	grep -Eq -- "$re" "$CPROF_STDERR" || fail "$what: message does not match /$re/: $(cat "$CPROF_STDERR")"
+	info "$what: $(cat "$CPROF_STDERR")"
 }
 
 # expect_summary WHAT: stderr is exactly the one summary line of the spec.
