@@ -122,6 +122,9 @@ static enum cli_parse_result bad_option(const struct cli_command_line *cl, int c
 	if (c == ':')
 		cli_error("%s: option '%s' needs a value (see 'cprof %s --help')", cl->name, given,
 			  cl->name);
+	else if (optopt && given[0] == '-' && given[1] == '-' && strchr(given, '='))
+		cli_error("%s: option '%.*s' takes no value (see 'cprof %s --help')", cl->name,
+			  (int)(strchr(given, '=') - given), given, cl->name);
 	else
 		cli_error("%s: unknown option '%s' (see 'cprof %s --help')", cl->name, given,
 			  cl->name);
