@@ -11,7 +11,8 @@ static void attach_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cprof attach -p PID [-d DURATION] [-o FILE] [-F HZ] [--mode cpu|wall]\n"
-		"                    [--stop thread|process] [--stack-size BYTES] [-q] [--json]\n"
+		"                    [--stop thread|process] [--stack-size BYTES]\n"
+		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
 		"\n"
 		"Profiles the running process PID (all its threads) without restarting it and\n"
 		"writes a gzipped pprof profile.\n"
@@ -27,6 +28,10 @@ static void attach_usage(FILE *f)
 		"                         thread (default): one at a time; process: the sampled\n"
 		"                         threads together (one instant)\n"
 		"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k)\n"
+		"      --debuginfod-timeout D\n"
+		"                         bound of one debuginfo download from DEBUGINFOD_URLS\n"
+		"                         (default 5s; a run's downloads get six times that)\n"
+		"      --no-debuginfod    download no debuginfo, even with DEBUGINFOD_URLS set\n"
 		"  -f, --format FMT       pprof (default), collapsed (flamegraph.pl's folded\n"
 		"                         stacks) or svg (an interactive flame graph)\n"
 		"  -q, --quiet            no summary line or status line on stderr\n"

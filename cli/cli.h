@@ -74,6 +74,8 @@ struct cli_session {
 	bool quiet;
 	bool json;
 	bool stop_given;	/* --stop was on the command line */
+	bool no_debuginfod;	/* --no-debuginfod */
+	uint64_t debuginfod_timeout_ns;	/* --debuginfod-timeout: bound of one lookup */
 };
 
 void cli_session_defaults(struct cli_session *a);
@@ -86,6 +88,7 @@ enum cli_opt_status cli_session_opt_hz(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_stack_size(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_mode(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_stop(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *arg);
 
 /* The option table entries attach and record share, on the session *s. */
 #define CLI_SESSION_OPTIONS(s) \
@@ -96,6 +99,8 @@ enum cli_opt_status cli_session_opt_stop(void *value, const char *arg);
 	CLI_OPTION_CALLBACK(0, "stack-size", (s), cli_session_opt_stack_size), \
 	CLI_OPTION_CALLBACK(0, "mode", (s), cli_session_opt_mode), \
 	CLI_OPTION_CALLBACK(0, "stop", (s), cli_session_opt_stop), \
+	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
+	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \
 	CLI_OPTION_BOOL('q', "quiet", &(s)->quiet), \
 	CLI_OPTION_BOOL(0, "json", &(s)->json)
 

@@ -27,7 +27,8 @@ static void record_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cprof record [-d DURATION] [-o FILE] [-F HZ] [--mode cpu|wall]\n"
-		"                    [--stop thread|process] [--stack-size BYTES] [-q] [--json]\n"
+		"                    [--stop thread|process] [--stack-size BYTES]\n"
+		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
 		"                    [--inproc] -- COMMAND [ARG...]\n"
 		"\n"
 		"Runs COMMAND, profiles it (every thread, from its first instruction) until it\n"
@@ -41,6 +42,10 @@ static void record_usage(FILE *f)
 		"      --stop thread|process\n"
 		"                         as for attach\n"
 		"      --stack-size N     bytes of stack copied per sample (default 64k)\n"
+		"      --debuginfod-timeout D\n"
+		"                         bound of one debuginfo download from DEBUGINFOD_URLS\n"
+		"                         (default 5s; a run's downloads get six times that)\n"
+		"      --no-debuginfod    download no debuginfo, even with DEBUGINFOD_URLS set\n"
 		"      --inproc           sample inside COMMAND instead (LD_PRELOAD of %s,\n"
 		"                         SIGPROF timers): the classic way, for comparison\n"
 		"  -f, --format FMT       pprof (default), collapsed (flamegraph.pl's folded\n"

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "profile/output.h"
+#include "symbolize/live.h"
 
 static int label_of(uint32_t key, pid_t *tid, const char **name, void *arg)
 {
@@ -81,6 +82,9 @@ static double mean_fraction(const struct tracer_stats *t)
 		t->stopped_fraction_sum / (double)t->stopped_fraction_threads : 0;
 }
 
+/* Lookups the run's debuginfod budget allows at the full --debuginfod-timeout. */
+#define DEBUGINFOD_BUDGET_LOOKUPS 6
+
 #define N_COMMENTS 5
 #define COMMENT_MAX 320
 
@@ -123,11 +127,12 @@ static void format_comments(char line[N_COMMENTS][COMMENT_MAX], const struct cli
 struct progress {
 	uint64_t duration_ns;
 	size_t shown;		/* length of the line on the terminal, 0: none */
+	struct sym_live *live;	/* whose downloads the line shows; NULL: none */
 };
 
 static void progress_show(struct progress *pr, const char *text)
 {
-	char line[256];
+	char line[400];
 	int n;
 
 	n = snprintf(line, sizeof(line), "\r%s%*s", text,
@@ -153,7 +158,7 @@ static void progress_update(const struct sampler_stats *st, void *arg)
 	const struct tracer_stats *t = &st->tracer;
 	struct progress *pr = arg;
 	struct pollfd pfd = { .fd = STDERR_FILENO, .events = POLLOUT };
-	char text[200], when[48], p99[32];
+	char text[320], when[48], p99[32], dl[100];
 
 	/* This runs on the session thread, which a thread stopped for a
 	 * sample may be waiting for: a terminal that does not take output
@@ -174,6 +179,9 @@ static void progress_update(const struct sampler_stats *st, void *arg)
 		 "cprof: %s, %llu samples, %llu threads, stop p99 %s, cprof %.1f%% of a CPU", when,
 		 (unsigned long long)st->samples, (unsigned long long)t->threads_seen, p99,
 		 st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0);
+	/* a download runs on its own thread; say what it is waiting for */
+	if (sym_live_download_status(pr->live, dl, sizeof(dl)))
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "; %s", dl);
 	progress_show(pr, text);
 }
 
@@ -182,6 +190,11 @@ static const enum prof_format formats[] = {
 	[CLI_FORMAT_COLLAPSED] = PROF_FORMAT_COLLAPSED,
 	[CLI_FORMAT_SVG] = PROF_FORMAT_SVG,
 };
+
+static void setup_sym(struct sym_ctx *sym, void *arg)
+{
+	sym_live_apply(arg, sym);
+}
 
 static int write_profile(struct sampler *s, struct sym_live *live, const struct cli_session *a,
 			 pid_t pid, const char *what, struct progress *pr)
@@ -192,7 +205,8 @@ static int write_profile(struct sampler *s, struct sym_live *live, const struct 
 	struct prof_session ps = {
 		.stacks = sampler_stacks(s),
 		.mods = sampler_modules(s),
-		.live = live,
+		.setup_sym = setup_sym,
+		.setup_arg = live,
 		.export = {
 			.value = a->mode == SAMPLER_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
 			.hz = a->hz,
@@ -259,6 +273,25 @@ int cli_session_profile(const struct cli_session *a, const char *what, const str
 		*out = NULL;
 	}
 	return ret;
+}
+
+/*
+ * One line for the i-th module left without debuginfo; false when there is
+ * none.  Its samples keep addresses and the build id, which a symbolizing
+ * reader (pprof, Parca) can use later.
+ */
+static bool print_missing(const struct sym_live *live, size_t i)
+{
+	const char *module, *build_id, *why;
+
+	if (!sym_live_missing(live, i, &module, &build_id, &why))
+		return false;
+	fprintf(stderr,
+		"cprof: no debuginfo for %s (build id %s): %s; its samples keep addresses and "
+		"the build id (get it with 'debuginfod-find debuginfo %s', or install its "
+		"debug package, then run cprof again)\n",
+		module, build_id, why, build_id);
+	return true;
 }
 
 static void print_summary(const struct cli_session *a, const struct sampler_stats *st)
@@ -346,9 +379,15 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		.after_attach = after_attach,
 		.after_attach_arg = arg,
 	};
-	struct sym_live_opts lo = { .pid = pid };
+	struct sym_live_opts lo = {
+		.pid = pid,
+		.debuginfod = !a->no_debuginfod,
+		.debuginfod_timeout_ns = a->debuginfod_timeout_ns,
+		.debuginfod_budget_ns = DEBUGINFOD_BUDGET_LOOKUPS * a->debuginfod_timeout_ns,
+	};
 	struct progress pr = { .duration_ns = a->duration_ns };
 	struct sym_live *live = NULL;
+	size_t i;
 	struct sampler *s = NULL;
 	int code, ret;
 
@@ -366,6 +405,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	 * without it the profile only lacks JIT names. */
 	if (sym_live_start(&live, &lo) < 0)
 		live = NULL;
+	pr.live = live;
 	ret = sampler_session(s);
 	sym_live_stop(live);
 	if (final)
@@ -383,6 +423,8 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	} else {
 		if (!a->quiet)
 			print_summary(a, sampler_get_stats(s));
+		for (i = 0; !a->quiet && print_missing(live, i); i++)
+			;
 		if (a->json)
 			print_json(a, pid, sampler_get_stats(s));
 	}

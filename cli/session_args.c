@@ -30,6 +30,17 @@ void cli_session_defaults(struct cli_session *a)
 	/* One thread at a time: each is stopped only while its own stack is
 	 * copied (the README gives the measurements). */
 	a->stop = SAMPLER_STOP_THREAD;
+	a->debuginfod_timeout_ns = 5000000000ull;
+}
+
+enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *arg)
+{
+	struct cli_session *a = value;
+
+	if (cli_parse_duration(arg, &a->debuginfod_timeout_ns) == 0 && a->debuginfod_timeout_ns)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid debuginfod timeout '%s' (examples: 2s, 30s, 1m)", arg);
+	return CLI_OPT_INVALID;
 }
 
 enum cli_opt_status cli_session_opt_duration(void *value, const char *arg)

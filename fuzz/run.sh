@@ -63,7 +63,7 @@ if ! "$CC" -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" 2>"$out/probe.log"; 
 fi
 
 # ---- build ---------------------------------------------------------------
-PKGS="libdw libelf"
+PKGS="libdw libelf libdebuginfod zlib"
 pkg_cflags=$(pkg-config --cflags $PKGS) || die "pkg-config --cflags $PKGS failed"
 pkg_libs=$(pkg-config --libs $PKGS) || die "pkg-config --libs $PKGS failed"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"

@@ -52,8 +52,8 @@ int prof_write_session(const struct prof_session *s, struct prof_session_result 
 	res->sym_err = sym_create(&sym, s->mods, 0);
 	if (res->sym_err < 0)
 		sym = NULL;
-	else if (s->live)
-		sym_use_live(sym, s->live);
+	else if (s->setup_sym)
+		s->setup_sym(sym, s->setup_arg);
 	res->failed = PROF_STAGE_BUILD;
 	ret = build(s, sym, &b);
 	if (ret < 0)

@@ -13,7 +13,7 @@
 #include "process/modules.h"
 #include "profile/export.h"
 #include "profile/stacks.h"
-#include "symbolize/live.h"
+#include "symbolize/symbolize.h"
 
 enum prof_format {
 	PROF_FORMAT_PPROF,	/* gzipped perftools.profiles.Profile */
@@ -24,8 +24,10 @@ enum prof_format {
 struct prof_session {
 	const struct prof_stacks *stacks;
 	const struct proc_modules *mods;	/* the modules the stacks' frames name */
-	struct sym_live *live;		/* what was learned while the target ran (perf map,
-					 * downloads), stopped; NULL: nothing */
+	/* Called on the symbolizer before it is used (what was learned while
+	 * the target ran: perf map, downloads); NULL: nothing to add. */
+	void (*setup_sym)(struct sym_ctx *sym, void *arg);
+	void *setup_arg;
 	struct prof_export_opts export;
 	const char *const *comments;	/* n_comments lines for the pprof comment field */
 	size_t n_comments;

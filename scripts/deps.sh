@@ -10,8 +10,8 @@ set -eu
 PACKAGES="
 libunwind-dev libelf-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler
 zlib1g-dev libmicrohttpd-dev autoconf automake libtool pkg-config make gcc
-libiberty-dev
-golang-go elfutils strace libc6-dbg binutils procps rustc nodejs curl
+libiberty-dev libdebuginfod-dev
+golang-go elfutils strace libc6-dbg binutils procps rustc nodejs curl debuginfod
 "
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The watcher thread: polls the target's maps and perf map, notices exec. */
+/* The watcher thread: polls the target's maps and perf map, notices exec, downloads debuginfo. */
 #include "config.h"
 
 #include <errno.h>
@@ -12,11 +12,34 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "process/maps.h"
+#include "process/modules.h"
+#include "symbolize/debuginfo.h"
+#include "symbolize/fetch.h"
 #include "symbolize/live.h"
 
 /* How often the maps and the perf map are looked at. */
 #define POLL_NS 200000000ull
+
+enum dl_state {
+	DL_QUEUED,	/* no local debuginfo; not asked yet */
+	DL_FOUND,
+	DL_NOT_FOUND,	/* no server has it */
+	DL_TIMED_OUT,	/* the lookup's bound ran out */
+	DL_NO_BUDGET,	/* the run's bound ran out before it was asked */
+	DL_FAILED,	/* another error: err */
+	DL_STOPPED,	/* the session ended first */
+};
+
+struct dl_entry {
+	char *build_id;
+	char *module;		/* path as the target sees it */
+	char *path;		/* the downloaded file (DL_FOUND) */
+	enum dl_state state;
+	int err;
+	char why[160];
+};
 
 struct sym_live {
 	struct sym_live_opts o;
@@ -28,12 +51,40 @@ struct sym_live {
 	int exec_fd;			/* /proc/PID/maps opened before the last exec check */
 	struct proc_maps maps;
 	struct sym_perfmap *perfmap;
+
+	/* debuginfod */
+	struct proc_modules *mods;	/* NULL: downloads are off */
+	size_t mods_seen;		/* modules already checked */
+	struct dl_entry *dl;
+	size_t n_dl, cap_dl;
+	uint64_t budget_left_ns;
+	/* the download under way, for the status line (under lock) */
+	const char *dl_module;
+	long dl_done, dl_total;
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool stop_asked(struct sym_live *l)
+{
+	bool stop;
+
+	pthread_mutex_lock(&l->lock);
+	stop = l->stop;
+	pthread_mutex_unlock(&l->lock);
+	return stop;
+}
 
 /*
  * An open /proc/PID/maps stays bound to the address space it was opened on:
  * once the target execs (or exits), reading it gives nothing.  Returns true
- * when that happened since the last call (the first call opens it).
+ * when a new address space replaced the one of the last call.
  */
 static bool execed(struct sym_live *l)
 {
@@ -59,14 +110,128 @@ static bool execed(struct sym_live *l)
 	return true;
 }
 
-/* One look at the target.  Out of memory ends the watch (the caller says so). */
+static struct dl_entry *find_dl(const struct sym_live *l, const char *build_id)
+{
+	size_t i;
+
+	for (i = 0; i < l->n_dl; i++)
+		if (strcmp(l->dl[i].build_id, build_id) == 0)
+			return &l->dl[i];
+	return NULL;
+}
+
+/* Queues the modules found since the last call that have no debuginfo here. */
+static int queue_new_modules(struct sym_live *l)
+{
+	const struct proc_module *m;
+	struct dl_entry *e;
+	size_t n = proc_modules_count(l->mods);
+
+	for (; l->mods_seen < n; l->mods_seen++) {
+		m = proc_modules_get(l->mods, (uint32_t)l->mods_seen + 1);
+		if (!m || !m->build_id || m->fd < 0 || m->is_vdso || find_dl(l, m->build_id))
+			continue;
+		if (sym_debuginfo_local(m->fd, m->open_path ? m->open_path : m->path, m->build_id))
+			continue;
+		if (cprof_grow(&l->dl, &l->cap_dl, l->n_dl + 1, sizeof(*l->dl), 8) < 0)
+			return -ENOMEM;
+		e = &l->dl[l->n_dl];
+		memset(e, 0, sizeof(*e));
+		e->build_id = strdup(m->build_id);
+		e->module = strdup(m->path);
+		if (!e->build_id || !e->module) {
+			free(e->build_id);
+			free(e->module);
+			return -ENOMEM;
+		}
+		e->state = DL_QUEUED;
+		l->n_dl++;
+	}
+	return 0;
+}
+
+static bool on_progress(void *arg, long done, long total)
+{
+	struct sym_live *l = arg;
+	bool stop;
+
+	pthread_mutex_lock(&l->lock);
+	l->dl_done = done;
+	l->dl_total = total;
+	stop = l->stop;
+	pthread_mutex_unlock(&l->lock);
+	return stop;
+}
+
+/* Looks up one queued module, within its bound and what is left of the run's. */
+static void download(struct sym_live *l, struct dl_entry *e)
+{
+	struct sym_fetch_ops ops = { .progress = on_progress, .arg = l };
+	uint64_t start = now_ns(), bound = l->o.debuginfod_timeout_ns;
+	bool by_budget = false;
+	int ret;
+
+	if (l->budget_left_ns < bound) {
+		bound = l->budget_left_ns;
+		by_budget = true;
+	}
+	pthread_mutex_lock(&l->lock);
+	l->dl_module = e->module;
+	l->dl_done = l->dl_total = 0;
+	pthread_mutex_unlock(&l->lock);
+	ret = sym_fetch_debuginfo(e->build_id, start + bound, &ops, &e->path);
+	pthread_mutex_lock(&l->lock);
+	l->dl_module = NULL;
+	pthread_mutex_unlock(&l->lock);
+	l->budget_left_ns -= now_ns() - start < l->budget_left_ns ? now_ns() - start
+								   : l->budget_left_ns;
+	e->err = ret;
+	if (!ret)
+		e->state = DL_FOUND;
+	else if (ret == -ENOENT)
+		e->state = DL_NOT_FOUND;
+	else if (ret == -ETIME)
+		e->state = by_budget ? DL_NO_BUDGET : DL_TIMED_OUT;
+	else if (ret == -ECANCELED)
+		e->state = DL_STOPPED;
+	else
+		e->state = DL_FAILED;
+}
+
+/* The next queued lookup, if the run's budget allows one. */
+static void download_next(struct sym_live *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n_dl; i++) {
+		if (l->dl[i].state != DL_QUEUED)
+			continue;
+		if (!l->budget_left_ns) {
+			l->dl[i].state = DL_NO_BUDGET;
+			continue;
+		}
+		download(l, &l->dl[i]);
+		return;
+	}
+}
+
+/* One look at the target.  Out of memory ends the watch. */
 static int poll_once(struct sym_live *l)
 {
-	if (execed(l))
+	int ret;
+
+	if (execed(l)) {
 		sym_perfmap_reset(l->perfmap);
+		if (l->mods)
+			proc_modules_unmap_all(l->mods);
+	}
 	if (proc_maps_read(l->o.pid, &l->maps) < 0)
 		return 0;	/* gone: what was learned stays */
-	return sym_perfmap_refresh(l->perfmap, &l->maps);
+	ret = sym_perfmap_refresh(l->perfmap, &l->maps);
+	if (ret < 0 || !l->mods)
+		return ret;
+	ret = proc_modules_update(l->mods, &l->maps);
+	return ret < 0 ? ret : queue_new_modules(l);
 }
 
 static void *live_main(void *arg)
@@ -78,6 +243,8 @@ static void *live_main(void *arg)
 	while (!stop) {
 		if (poll_once(l) < 0)
 			break;
+		if (l->mods && !stop_asked(l))
+			download_next(l);
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_nsec += (long)POLL_NS;
 		if (until.tv_nsec >= 1000000000L) {
@@ -105,9 +272,15 @@ int sym_live_start(struct sym_live **out, const struct sym_live_opts *o)
 		return -ENOMEM;
 	l->o = *o;
 	l->exec_fd = -1;
+	l->budget_left_ns = o->debuginfod_budget_ns;
 	ret = sym_perfmap_create(&l->perfmap, o->pid);
 	if (ret < 0)
 		goto free_live;
+	if (o->debuginfod && sym_fetch_configured()) {
+		ret = proc_modules_create(&l->mods, o->pid);
+		if (ret < 0)
+			goto free_perfmap;
+	}
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -127,6 +300,8 @@ int sym_live_start(struct sym_live **out, const struct sym_live_opts *o)
 destroy_sync:
 	pthread_cond_destroy(&l->wake);
 	pthread_mutex_destroy(&l->lock);
+	proc_modules_destroy(l->mods);
+free_perfmap:
 	sym_perfmap_destroy(l->perfmap);
 free_live:
 	free(l);
@@ -135,6 +310,8 @@ free_live:
 
 void sym_live_stop(struct sym_live *l)
 {
+	size_t i;
+
 	if (!l || !l->running)
 		return;
 	pthread_mutex_lock(&l->lock);
@@ -143,17 +320,29 @@ void sym_live_stop(struct sym_live *l)
 	pthread_mutex_unlock(&l->lock);
 	pthread_join(l->thread, NULL);
 	l->running = false;
-	/* what the runtime wrote since the last poll */
+	/* what the runtime wrote since the last poll; no new downloads */
 	poll_once(l);
+	for (i = 0; i < l->n_dl; i++)
+		if (l->dl[i].state == DL_QUEUED)
+			l->dl[i].state = l->budget_left_ns ? DL_STOPPED : DL_NO_BUDGET;
 }
 
 void sym_live_destroy(struct sym_live *l)
 {
+	size_t i;
+
 	if (!l)
 		return;
 	sym_live_stop(l);
 	if (l->exec_fd >= 0)
 		close(l->exec_fd);
+	for (i = 0; i < l->n_dl; i++) {
+		free(l->dl[i].build_id);
+		free(l->dl[i].module);
+		free(l->dl[i].path);
+	}
+	free(l->dl);
+	proc_modules_destroy(l->mods);
 	proc_maps_free(&l->maps);
 	sym_perfmap_destroy(l->perfmap);
 	pthread_cond_destroy(&l->wake);
@@ -161,7 +350,84 @@ void sym_live_destroy(struct sym_live *l)
 	free(l);
 }
 
-struct sym_perfmap *sym_live_perfmap(struct sym_live *l)
+static const char *downloaded(void *arg, const char *build_id)
 {
-	return l ? l->perfmap : NULL;
+	const struct dl_entry *e = find_dl(arg, build_id);
+
+	return e && e->state == DL_FOUND ? e->path : NULL;
+}
+
+void sym_live_apply(struct sym_live *l, struct sym_ctx *ctx)
+{
+	if (!l)
+		return;
+	sym_use_perfmap(ctx, l->perfmap);
+	if (l->n_dl)
+		sym_use_debuginfo(ctx, downloaded, l);
+}
+
+bool sym_live_download_status(struct sym_live *l, char *buf, size_t len)
+{
+	const char *base;
+	bool on;
+
+	if (!l)
+		return false;
+	pthread_mutex_lock(&l->lock);
+	on = l->dl_module;
+	if (on) {
+		base = strrchr(l->dl_module, '/');
+		base = base ? base + 1 : l->dl_module;
+		if (l->dl_total > 0)
+			snprintf(buf, len, "debuginfo of %s: %.1f of %.1f MB", base,
+				 (double)l->dl_done / 1e6, (double)l->dl_total / 1e6);
+		else
+			snprintf(buf, len, "debuginfo of %s: waiting for the server", base);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return on;
+}
+
+static void describe(const struct sym_live *l, struct dl_entry *e)
+{
+	switch (e->state) {
+	case DL_NOT_FOUND:
+		snprintf(e->why, sizeof(e->why), "the debuginfod servers do not have it");
+		break;
+	case DL_TIMED_OUT:
+		snprintf(e->why, sizeof(e->why), "no answer from the debuginfod servers within %.0f s",
+			 (double)l->o.debuginfod_timeout_ns / 1e9);
+		break;
+	case DL_NO_BUDGET:
+		snprintf(e->why, sizeof(e->why), "the %.0f s debuginfod budget of the run was spent",
+			 (double)l->o.debuginfod_budget_ns / 1e9);
+		break;
+	case DL_STOPPED:
+		snprintf(e->why, sizeof(e->why), "sampling ended before its download did");
+		break;
+	default:
+		snprintf(e->why, sizeof(e->why), "debuginfod: %s", strerror(-e->err));
+		break;
+	}
+}
+
+bool sym_live_missing(const struct sym_live *l, size_t i, const char **module,
+		      const char **build_id, const char **why)
+{
+	size_t k;
+
+	if (!l)
+		return false;
+	for (k = 0; k < l->n_dl; k++) {
+		if (l->dl[k].state == DL_FOUND)
+			continue;
+		if (i--)
+			continue;
+		describe(l, &l->dl[k]);
+		*module = l->dl[k].module;
+		*build_id = l->dl[k].build_id;
+		*why = l->dl[k].why;
+		return true;
+	}
+	return false;
 }

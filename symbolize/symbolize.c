@@ -6,6 +6,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,7 @@
 #include "lib/htab.h"
 #include "symbolize/cu_index.h"
 #include "symbolize/demangle.h"
-#include "symbolize/live.h"
+#include "symbolize/debuginfo.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/symbolize.h"
 
@@ -54,7 +55,10 @@ struct cache_entry {
 
 struct sym_ctx {
 	const struct proc_modules *t;
-	struct sym_live *live;		/* perf map and downloads; NULL: none */
+	struct sym_perfmap *perfmap;	/* names of code outside modules; NULL: none */
+	/* debug files found beyond this machine (downloads); NULL: none */
+	const char *(*debuginfo)(void *arg, const char *build_id);
+	void *debuginfo_arg;
 	unsigned flags;
 	Dwfl *dwfl;
 
@@ -74,9 +78,14 @@ struct sym_ctx {
 	struct arena_chunk *arena;
 };
 
+static int find_debuginfo(Dwfl_Module *dm, void **userdata, const char *modname,
+			  GElf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name);
+
+/* Modules are reported with their open file, so find_elf is never asked. */
 static const Dwfl_Callbacks offline_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = NULL,
 };
@@ -293,6 +302,55 @@ end_elf:
 	return ok;
 }
 
+/* The module's build ID as lowercase hex, into buf (2 * 64 + 1 bytes). */
+static bool build_id_hex(Dwfl_Module *dm, char *buf)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int len, i;
+
+	len = dwfl_module_build_id(dm, &bits, &vaddr);
+	if (len <= 0 || len > 64)
+		return false;
+	for (i = 0; i < len; i++) {
+		buf[2 * i] = hex[bits[i] >> 4];
+		buf[2 * i + 1] = hex[bits[i] & 15];
+	}
+	buf[2 * len] = '\0';
+	return true;
+}
+
+/*
+ * libdwfl's find_debuginfo: by build ID under /usr/lib/debug, then a file
+ * the session downloaded, then .gnu_debuglink; never the network.  A dwz
+ * alternate file (asked with a zero CRC) is looked up by its build ID.
+ */
+static int find_debuginfo(Dwfl_Module *dm, void **userdata, const char *modname,
+			  GElf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	struct sym_ctx *ctx = *userdata;
+	char id[2 * 64 + 1];
+	const char *path;
+	int fd;
+
+	fd = dwfl_build_id_find_debuginfo(dm, userdata, modname, base, file_name, debuglink_file,
+					  debuglink_crc, debuginfo_file_name);
+	if (fd >= 0 || (debuglink_file && !debuglink_crc))
+		return fd;
+	if (ctx && ctx->debuginfo && build_id_hex(dm, id) &&
+	    (path = ctx->debuginfo(ctx->debuginfo_arg, id))) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			*debuginfo_file_name = strdup(path);
+			return fd;
+		}
+	}
+	fd = sym_debuglink_open(debuglink_file, debuglink_crc, file_name, debuginfo_file_name);
+	return fd < 0 ? -1 : fd;
+}
+
 /*
  * Reports mod to libdwfl on first use.  dwfl_report_elf with add_p_vaddr
  * false places an ET_DYN so that libdwfl's bias = base - (first PT_LOAD
@@ -308,6 +366,7 @@ static int report_module(struct sym_ctx *ctx, const struct proc_module *mod,
 	GElf_Half type = ET_NONE;
 	GElf_Addr vaddr = 0;
 	char *name = NULL;
+	void **userdata;
 	int fd;
 
 	if (st->tried)
@@ -338,6 +397,9 @@ static int report_module(struct sym_ctx *ctx, const struct proc_module *mod,
 		close(fd);
 		goto free_name;
 	}
+	/* find_debuginfo needs the context */
+	dwfl_module_info(st->dm, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	*userdata = ctx;
 	if (!dwfl_module_getelf(st->dm, &st->dm_bias))
 		st->dm = NULL;
 
@@ -678,9 +740,16 @@ static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mo
 	return 0;
 }
 
-void sym_use_live(struct sym_ctx *ctx, struct sym_live *live)
+void sym_use_perfmap(struct sym_ctx *ctx, struct sym_perfmap *pm)
 {
-	ctx->live = live;
+	ctx->perfmap = pm;
+}
+
+void sym_use_debuginfo(struct sym_ctx *ctx, const char *(*fn)(void *arg, const char *build_id),
+		       void *arg)
+{
+	ctx->debuginfo = fn;
+	ctx->debuginfo_arg = arg;
 }
 
 /* Code outside any module: named by the runtime's perf map, if anything. */
@@ -694,7 +763,7 @@ static int lookup_jit(struct sym_ctx *ctx, uint64_t addr, const struct sym_frame
 	uint32_t ref, hash;
 	int ret;
 
-	if (!ctx->live)
+	if (!ctx->perfmap)
 		return 0;
 	ref = cache_index_find(&ctx->cache_index, ctx, &key, &hash);
 	if (ref) {
@@ -702,7 +771,7 @@ static int lookup_jit(struct sym_ctx *ctx, uint64_t addr, const struct sym_frame
 		*n = ctx->cache[ref - 1].n;
 		return 0;
 	}
-	name = sym_perfmap_lookup(sym_live_perfmap(ctx->live), addr);
+	name = sym_perfmap_lookup(ctx->perfmap, addr);
 	f = NULL;
 	if (name) {
 		f = arena_alloc(ctx, sizeof(*f));

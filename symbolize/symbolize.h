@@ -32,14 +32,21 @@ enum {
 int sym_create(struct sym_ctx **out, const struct proc_modules *t, unsigned flags);
 void sym_destroy(struct sym_ctx *ctx);
 
-struct sym_live;
+struct sym_perfmap;
 
 /*
- * Lets ctx use what live learned while the target ran (it must be stopped,
- * and outlive ctx): addresses outside any module are named by the target's
- * perf map.
+ * Names addresses outside any module (JIT code) from pm, which outlives ctx
+ * and is not refreshed while ctx uses it.  NULL: no such names.
  */
-void sym_use_live(struct sym_ctx *ctx, struct sym_live *live);
+void sym_use_perfmap(struct sym_ctx *ctx, struct sym_perfmap *pm);
+
+/*
+ * Separate debug files from beyond this machine: fn(arg, build_id) returns
+ * the path of the one for build_id (lowercase hex) or NULL.  Asked only when
+ * no local file is found; fn must answer at once (no download).
+ */
+void sym_use_debuginfo(struct sym_ctx *ctx, const char *(*fn)(void *arg, const char *build_id),
+		       void *arg);
 
 /*
  * Symbolizes addr (a runtime address inside mod's mapping at sampling time).
@@ -50,7 +57,7 @@ void sym_use_live(struct sym_ctx *ctx, struct sym_live *live);
  * addr.  The frames and their strings belong to ctx and stay valid until
  * sym_destroy.  Results are cached by (build-id or module, offset).
  * mod NULL: addr is in no module (JIT code), named only through
- * sym_use_live's perf map.
+ * sym_use_perfmap's perf map.
  * Returns 0 or -errno (never fails for a missing symbol: *n = 0).
  */
 int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr,
