@@ -21,6 +21,7 @@
 
 #include "process/maps.h"
 #include "process/modules.h"
+#include "symbolize/perfmap.h"
 #include "symbolize/symbolize.h"
 #include "tests/tap.h"
 
@@ -573,6 +574,81 @@ free_maps:
 	proc_maps_free(&maps);
 }
 
+/* Appends text to path (truncating first when trunc); true on success. */
+static bool write_text(const char *path, const char *text, bool trunc)
+{
+	FILE *f = fopen(path, trunc ? "w" : "a");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fputs(text, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+static bool same_name(const char *got, const char *want)
+{
+	return got && want ? strcmp(got, want) == 0 : got == want;
+}
+
+/*
+ * The perf map of this very process: an anonymous executable mapping named
+ * by its lines, file-backed code never; appended lines, a line still being
+ * written, overlapping entries, a rewritten file, exec (reset).
+ */
+static void test_perfmap(void)
+{
+	struct proc_maps maps = { NULL, 0 };
+	struct sym_perfmap *pm = NULL;
+	char path[64], text[512];
+	uint64_t a;
+	void *code;
+
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	code = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (code == MAP_FAILED) {
+		skip("perf map", "cannot map anonymous executable memory");
+		return;
+	}
+	a = (uintptr_t)code;
+	snprintf(text, sizeof(text),
+		 "%" PRIx64 " 10 first\n%" PRIx64 " 10 in_a_file\nzz 10 bad\n%" PRIx64 " 0 empty\n", a,
+		 (uint64_t)(uintptr_t)known_fn, a + 0x40);
+	check(write_text(path, text, true), "perf map written to %s", path);
+	check(proc_maps_read(getpid(), &maps) == 0 && sym_perfmap_create(&pm, getpid()) == 0 &&
+	      sym_perfmap_refresh(pm, &maps) == 0, "perf map read");
+	if (!pm)
+		goto out;
+	check(same_name(sym_perfmap_lookup(pm, a + 4), "first"), "an entry names anonymous code");
+	check(!sym_perfmap_lookup(pm, (uintptr_t)known_fn),
+	      "an entry over file-backed code names nothing");
+	check(!sym_perfmap_lookup(pm, a + 0x40) && !sym_perfmap_lookup(pm, a + 0x10),
+	      "malformed and empty lines, and addresses past an entry, name nothing");
+
+	snprintf(text, sizeof(text), "%" PRIx64 " 8 second\n%" PRIx64 " 10 partial", a, a + 0x100);
+	check(write_text(path, text, false) && sym_perfmap_refresh(pm, &maps) == 0,
+	      "appended lines read");
+	check(same_name(sym_perfmap_lookup(pm, a + 4), "second") &&
+	      same_name(sym_perfmap_lookup(pm, a + 0xc), "first"),
+	      "of overlapping entries the later wins where it reaches");
+	check(!sym_perfmap_lookup(pm, a + 0x104), "a line without its newline waits");
+	check(write_text(path, "\n", false) && sym_perfmap_refresh(pm, &maps) == 0 &&
+	      same_name(sym_perfmap_lookup(pm, a + 0x104), "partial"),
+	      "the line counts once finished");
+
+	snprintf(text, sizeof(text), "%" PRIx64 " 10 new\n", a + 0x200);
+	check(write_text(path, text, true) && sym_perfmap_refresh(pm, &maps) == 0 &&
+	      !sym_perfmap_lookup(pm, a + 4) && same_name(sym_perfmap_lookup(pm, a + 0x204), "new"),
+	      "a rewritten (shorter) file replaces the old entries");
+	sym_perfmap_reset(pm);
+	check(!sym_perfmap_lookup(pm, a + 0x204), "after reset (exec) nothing is named");
+out:
+	unlink(path);
+	sym_perfmap_destroy(pm);
+	proc_maps_free(&maps);
+	munmap(code, 8192);
+}
+
 int main(int argc, char **argv)
 {
 	char corrupt_path[] = "/tmp/cprof-test-symbolize-corrupt-XXXXXX";
@@ -587,6 +663,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_parse();
+	test_perfmap();
 
 	if (access("/proc/self/maps", R_OK) != 0) {
 		skip("symbolization of live processes", "/proc is not mounted");
