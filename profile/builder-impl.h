@@ -27,6 +27,9 @@ struct bld_mapping {
 
 struct bld_function {
 	int64_t name, system_name, filename, start_line;
+	/* id of the next function of the same (name, system_name, filename)
+	 * with another start line, 0 if none (builder.c, intern_function) */
+	uint64_t next;
 };
 
 struct bld_line {

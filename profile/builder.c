@@ -161,6 +161,7 @@ int prof_add_mapping(struct prof_builder *b, const struct prof_mapping *m, uint6
 
 /* ---- functions and locations ----------------------------------------- */
 
+/* Functions are indexed by (name, system_name, filename); start lines chain. */
 static uint32_t function_hash(const struct bld_function *f)
 {
 	uint64_t h = 0;
@@ -168,7 +169,6 @@ static uint32_t function_hash(const struct bld_function *f)
 	h = cprof_hash_mix(h, (uint64_t)f->name);
 	h = cprof_hash_mix(h, (uint64_t)f->system_name);
 	h = cprof_hash_mix(h, (uint64_t)f->filename);
-	h = cprof_hash_mix(h, (uint64_t)f->start_line);
 	return cprof_hash_finish(h);
 }
 
@@ -177,7 +177,7 @@ static bool function_eq(const struct prof_builder *b, uint32_t index, const stru
 	const struct bld_function *f = &b->functions[index];
 
 	return f->name == k->name && f->system_name == k->system_name &&
-	       f->filename == k->filename && f->start_line == k->start_line;
+	       f->filename == k->filename;
 }
 
 #define HTAB_NAME fn_index
@@ -187,10 +187,39 @@ static bool function_eq(const struct prof_builder *b, uint32_t index, const stru
 #define HTAB_COMPARE function_eq
 #include "lib/htab-type.h"
 
+/*
+ * The id of the function key among those of its (name, system_name,
+ * filename), starting at id first; 0 when it needs a record of its own
+ * (*last: the chain's last id).  One function is one record whatever start
+ * line it is met with, 0 ("unknown", as the symbolizer says for some of a
+ * function's addresses) matching any and taking the first known one.  Only
+ * two different known start lines make two records, as pprof's own merge
+ * keeps them apart: two definitions of one name in one file.
+ */
+static uint64_t function_of(struct prof_builder *b, uint64_t first,
+			    const struct bld_function *key, uint64_t *last)
+{
+	uint64_t id;
+
+	for (id = first; id; id = b->functions[id - 1].next) {
+		struct bld_function *f = &b->functions[id - 1];
+
+		if (!key->start_line || f->start_line == key->start_line)
+			return id;
+		if (!f->start_line) {
+			f->start_line = key->start_line;
+			return id;
+		}
+		*last = id;
+	}
+	return 0;
+}
+
 /* Interns the function of line l, storing its id (1..N) in *id. */
 static int intern_function(struct prof_builder *b, const struct prof_line *l, uint64_t *id)
 {
-	struct bld_function key;
+	struct bld_function key = { .start_line = l->start_line };
+	uint64_t last = 0;
 	uint32_t hash, ref;
 	int err;
 
@@ -201,21 +230,21 @@ static int intern_function(struct prof_builder *b, const struct prof_line *l, ui
 		err = intern(b, l->filename, &key.filename);
 	if (err)
 		return err;
-	key.start_line = l->start_line;
-
 	ref = fn_index_find(&b->fn_tab, b, &key, &hash);
-	if (ref) {
-		*id = ref;
+	*id = function_of(b, ref, &key, &last);
+	if (*id)
 		return 0;
-	}
 	err = cprof_grow(&b->functions, &b->cap_functions, b->n_functions + 1,
 			 sizeof(*b->functions), 16);
-	if (!err)
+	if (!err && !ref)
 		err = cprof_htab_reserve(&b->fn_tab, 1);
 	if (err)
 		return err;
 	b->functions[b->n_functions] = key;
-	cprof_htab_add(&b->fn_tab, hash, b->n_functions);
+	if (ref)
+		b->functions[last - 1].next = b->n_functions + 1;
+	else
+		cprof_htab_add(&b->fn_tab, hash, b->n_functions);
 	*id = ++b->n_functions;
 	return 0;
 }

@@ -60,7 +60,10 @@ int prof_add_mapping(struct prof_builder *b, const struct prof_mapping *m, uint6
 /*
  * Adds a location (mapping_id 0 = none) with its lines, innermost inlined
  * callee first, the physical function last.  Functions are interned by
- * (function, system_name, filename, start_line).  A location with address 0
+ * (function, system_name, filename): one record each, whose start_line is
+ * the first non-zero one given; only another non-zero start_line makes a
+ * second record of the same three (pprof keeps such functions apart too).
+ * A location with address 0
  * and no lines is refused (-EINVAL).  Locations are not deduplicated here:
  * callers add each (mapping, address) once.
  */

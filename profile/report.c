@@ -67,8 +67,9 @@ static bool node_eq(const struct builder *b, uint32_t i, const struct node_key *
 {
 	const struct prof_rpt_row *r = &b->nodes[i].row;
 
+	/* by function the row's file is for display only (node_get) */
 	return r->line == k->line && strcmp(r->name, k->name) == 0 &&
-	       strcmp(r->file, k->file) == 0;
+	       (b->by == PROF_RPT_FUNCTION || strcmp(r->file, k->file) == 0);
 }
 
 #define HTAB_NAME node_index
@@ -106,11 +107,33 @@ static const char *pool_keep(struct rpt_owner *o, const char *s)
 /* node_get's flags: which strings are temporaries, copied on creation. */
 enum { TEMP_NAME = 1, TEMP_FILE = 2 };
 
-/* The node of (name, file, line), created when new.  *idx receives its index. */
+/* Copies the temporaries among *name and *file (temp says which) into the pool. */
+static int keep_temps(struct builder *b, const char **name, const char **file, int temp)
+{
+	if (temp & TEMP_NAME) {
+		*name = pool_keep(b->o, *name);
+		if (!*name)
+			return -ENOMEM;
+	}
+	if (temp & TEMP_FILE) {
+		*file = pool_keep(b->o, *file);
+		if (!*file)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The node of (name, file, line), created when new; *idx receives its index.
+ * By function, as pprof -top, the key is the name alone: records of one name
+ * in several files (C statics, C++ anonymous namespaces, Rust generics) are
+ * one row, showing the file of the first one met.
+ */
 static int node_get(struct builder *b, const char *name, const char *file, int64_t line,
 		    int temp, size_t *idx)
 {
-	struct node_key key = { name, file, line };
+	struct node_key key = { name, b->by == PROF_RPT_FUNCTION ? "" : file, line };
+	struct rpt_node *n;
 	uint32_t hash, ref;
 
 	ref = node_index_find(&b->node_index, b, &key, &hash);
@@ -120,22 +143,13 @@ static int node_get(struct builder *b, const char *name, const char *file, int64
 	}
 	if (b->n_nodes >= UINT32_MAX - 1 ||
 	    cprof_grow(&b->nodes, &b->cap_nodes, b->n_nodes + 1, sizeof(*b->nodes), 64) < 0 ||
-	    cprof_htab_reserve(&b->node_index, 1) < 0)
+	    cprof_htab_reserve(&b->node_index, 1) < 0 || keep_temps(b, &name, &file, temp) < 0)
 		return -ENOMEM;
-	if (temp & TEMP_NAME) {
-		name = pool_keep(b->o, name);
-		if (!name)
-			return -ENOMEM;
-	}
-	if (temp & TEMP_FILE) {
-		file = pool_keep(b->o, file);
-		if (!file)
-			return -ENOMEM;
-	}
-	memset(&b->nodes[b->n_nodes], 0, sizeof(b->nodes[0]));
-	b->nodes[b->n_nodes].row.name = name;
-	b->nodes[b->n_nodes].row.file = file;
-	b->nodes[b->n_nodes].row.line = line;
+	n = &b->nodes[b->n_nodes];
+	memset(n, 0, sizeof(*n));
+	n->row.name = name;
+	n->row.file = file;
+	n->row.line = line;
 	cprof_htab_add(&b->node_index, hash, b->n_nodes);
 	*idx = b->n_nodes++;
 	return 0;
@@ -404,9 +418,28 @@ void prof_rpt_free(struct prof_rpt *r)
 
 /* ---- diff ---------------------------------------------------------------- */
 
+/* By function a row is its name (node_get): the file may differ between runs. */
+static int cmp_name(const struct prof_rpt_row *x, const struct prof_rpt_row *y)
+{
+	return cmp_str(x->name, y->name);
+}
+
+typedef int (*row_cmp_fn)(const struct prof_rpt_row *x, const struct prof_rpt_row *y);
+
+/* What identifies a row of a report aggregated by `by`. */
+static row_cmp_fn key_cmp(enum prof_rpt_by by)
+{
+	return by == PROF_RPT_FUNCTION ? cmp_name : cmp_key;
+}
+
 static int cmp_row_key(const void *a, const void *b)
 {
 	return cmp_key(*(const struct prof_rpt_row *const *)a, *(const struct prof_rpt_row *const *)b);
+}
+
+static int cmp_row_name(const void *a, const void *b)
+{
+	return cmp_name(*(const struct prof_rpt_row *const *)a, *(const struct prof_rpt_row *const *)b);
 }
 
 static double share(int64_t v, int64_t total)
@@ -445,7 +478,7 @@ static const struct prof_rpt_row **sorted_by_key(const struct prof_rpt *r)
 		return NULL;
 	for (i = 0; i < r->n_rows; i++)
 		v[i] = &r->rows[i];
-	qsort(v, r->n_rows, sizeof(*v), cmp_row_key);
+	qsort(v, r->n_rows, sizeof(*v), r->by == PROF_RPT_FUNCTION ? cmp_row_name : cmp_row_key);
 	return v;
 }
 
@@ -479,7 +512,7 @@ int prof_diff_build(const struct prof_rpt *base, const struct prof_rpt *new_rpt,
 		else if (j == new_rpt->n_rows)
 			c = -1;
 		else
-			c = cmp_key(a[i], b[j]);
+			c = key_cmp(base->by)(a[i], b[j]);
 		if (c <= 0)
 			x = a[i++];
 		if (c >= 0)

@@ -14,7 +14,7 @@
 #include "profile/reader.h"
 
 enum prof_rpt_by {
-	PROF_RPT_FUNCTION,	/* function name + file */
+	PROF_RPT_FUNCTION,	/* function name, as pprof -top: one row per name */
 	PROF_RPT_LINE,		/* function name + file + line */
 	PROF_RPT_FILE,		/* file */
 };
@@ -26,7 +26,9 @@ enum prof_rpt_by {
  */
 struct prof_rpt_row {
 	const char *name;	/* PROF_RPT_FILE: the file name; never NULL */
-	const char *file;	/* "" when unknown */
+	/* "" when unknown; by function, the file of the first function record
+	 * met with this name (the name alone makes the row) */
+	const char *file;
 	int64_t line;		/* PROF_RPT_LINE only, else 0 */
 	int64_t flat;		/* value of the samples where this is the leaf */
 	int64_t cum;		/* ... where it is on the stack, once per sample */
@@ -44,8 +46,9 @@ struct prof_rpt {
 };
 
 /*
- * Aggregates the values of sample type `type` (< p->n_sample_types) of p.
- * Inline frames count as functions of their own; a recursive function's cum
+ * Aggregates the values of sample type `type` (< p->n_sample_types) of p
+ * into rows as go tool pprof -top, -lines and -files make them.  Inline
+ * frames count as functions of their own; a recursive function's cum
  * counts each sample once.  Rows point into p, which must outlive the report.
  * Returns 0 or -ENOMEM; free the result with prof_rpt_free.
  */
@@ -69,10 +72,11 @@ struct prof_diff {
 };
 
 /*
- * Matches the rows of two reports made with the same `by` by name, file and
- * line (never by address, so runs under ASLR compare) and computes the change
- * in each one's share of its report's total, so that profiles of different
- * lengths compare.  Rows point into the reports.  Returns 0, -EINVAL (the
+ * Matches the rows of two reports made with the same `by` by what makes a
+ * row (the name by function; name, file and line by line; the file by
+ * file), never by address, so that runs under ASLR compare, and computes
+ * the change in each one's share of its report's total, so that profiles of
+ * different lengths compare.  Rows point into the reports.  Returns 0, -EINVAL (the
  * reports aggregate differently) or -ENOMEM; free with prof_diff_free.
  */
 int prof_diff_build(const struct prof_rpt *base, const struct prof_rpt *new_rpt,

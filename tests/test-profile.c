@@ -21,6 +21,8 @@
 
 #include "profile/profile.h"
 #include "profile/profile.pb-c.h"
+#include "profile/reader.h"
+#include "profile/report.h"
 #include "profile/stacks.h"
 #include "tests/tap.h"
 
@@ -733,6 +735,153 @@ static void check_stacks(void)
 	prof_stacks_destroy(s);
 }
 
+/* ---- one name, several functions -------------------------------------- */
+
+/* Lines of the locations of check_names: one line each but the inline one. */
+static const struct prof_line name_lines[] = {
+	{ "work", "work", "a.c", 10, 11 },	/* L1 */
+	{ "work", "work", "a.c", 0, 12 },	/* L2: start unknown, same function as L1 */
+	{ "work", "work", "b.c", 30, 31 },	/* L3: another file */
+	{ "work", "work", "a.c", 40, 41 },	/* L4: another known start line */
+	{ "other", "other", "a.c", 50, 51 },	/* L5 */
+	{ "main", "main", "c.c", 1, 2 },	/* L6 */
+	{ "work", "work", "a.c", 0, 13 },	/* L7: inlined into main */
+	{ "main", "main", "c.c", 1, 3 },
+};
+
+/* Row name of pprof -top's table line, with its flat%; false if not a row. */
+static bool top_row(const char *line, char *name, size_t size, double *flat_pct)
+{
+	char flat[64], sum[64], cum[64], cum_pct[64], rest[512];
+
+	if (sscanf(line, " %63s %lf%% %63s %63s %63s %511[^\n]", flat, flat_pct, sum, cum, cum_pct,
+		   rest) != 6)
+		return false;
+	/* "work (inline)": the name is what comes before pprof's marks */
+	snprintf(name, size, "%.*s", (int)strcspn(rest, " "), rest);
+	return true;
+}
+
+/*
+ * Rows of pprof -top with a flat value agree with cprof's report: same names
+ * in the same order, flat shares within 0.5 point.
+ */
+static void check_top_agrees(const char *file, const struct prof_rpt *r)
+{
+	char *out, *line, *save = NULL, name[256];
+	size_t i = 0, n_rows = 0;
+	double pct, worst = 0;
+	bool same = true;
+	int status;
+
+	out = run_pprof("-top -nodecount=20", file, &status);
+	check(status == 0, "names: go tool pprof -top reads the profile (status %d)", status);
+	for (line = strtok_r(out, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (!top_row(line, name, sizeof(name), &pct) || pct == 0)
+			continue;
+		n_rows++;
+		if (i >= r->n_rows || strcmp(r->rows[i].name, name) != 0) {
+			same = false;
+			diag(line);
+			continue;
+		}
+		pct -= 100.0 * (double)r->rows[i].flat / (double)r->total;
+		if (pct < 0)
+			pct = -pct;
+		if (pct > worst)
+			worst = pct;
+		i++;
+	}
+	check(same && n_rows == 2 && r->rows[2].flat == 0,
+	      "names: pprof -top and the report list the same %zu names with flat time", n_rows);
+	check(worst <= 0.5, "names: flat shares agree within 0.5 point (worst %.2f)", worst);
+	free(out);
+}
+
+/*
+ * One name with several function records (other files, unknown start
+ * lines, inlined copies): the builder keeps one record per function, the
+ * report one row per name, as pprof -top does.
+ */
+static void check_names(void)
+{
+	static const struct prof_value_type types[] = { { "samples", "count" },
+							 { "cpu", "nanoseconds" } };
+	const struct prof_mapping m = { .start = 0x1000, .limit = 0x9000, .filename = "/bin/t",
+					.has_functions = true, .has_filenames = true,
+					.has_line_numbers = true, .has_inline_frames = true };
+	static const int64_t weight[] = { 40, 10, 25, 5, 20 };
+	const size_t n_loc[] = { 1, 1, 1, 1, 1, 1, 2 };
+	struct prof_builder *b = NULL;
+	struct prof_rd_profile *v = NULL;
+	struct prof_rpt *r = NULL;
+	uint64_t mid, loc[7], stack[2];
+	size_t i, off = 0;
+	const char *file = path_in_tmp("names.pb.gz");
+	int err;
+
+	err = prof_builder_create(&b, types, 2, types[1], 10000000);
+	if (!err)
+		err = prof_add_mapping(b, &m, &mid);
+	for (i = 0; !err && i < 7; off += n_loc[i], i++)
+		err = prof_add_location(b, mid, 0x1000 + 16 * i, &name_lines[off], n_loc[i], &loc[i]);
+	for (i = 0; !err && i < 5; i++) {
+		const int64_t values[] = { weight[i], weight[i] * 1000000 };
+
+		stack[0] = loc[i];
+		stack[1] = loc[5];
+		err = prof_add_sample(b, stack, 2, values, NULL, 0);
+	}
+	if (!err) {
+		const int64_t values[] = { 1, 1000000 };
+
+		err = prof_add_sample(b, &loc[6], 1, values, NULL, 0);
+	}
+	check(err == 0, "names: the profile builds (%d)", err);
+	if (err)
+		goto out;
+	err = prof_builder_view(b, &v);
+	check(err == 0, "names: viewed");
+	if (err)
+		goto out;
+	/* L1 and L2 and the inlined L7: one function; L3, L4: one each */
+	{
+		const struct prof_rd_location *l[7];
+
+		for (i = 0; i < 5; i++)
+			l[i] = v->samples[i].locations[0];
+		l[5] = v->samples[0].locations[1];
+		l[6] = v->samples[5].locations[0];
+		check(l[0]->lines[0].function == l[1]->lines[0].function &&
+		      l[0]->lines[0].function == l[6]->lines[0].function &&
+		      l[0]->lines[0].function->start_line == 10,
+		      "names: one record for work in a.c met with start lines 10 and 0");
+		check(l[2]->lines[0].function != l[0]->lines[0].function &&
+		      l[3]->lines[0].function != l[0]->lines[0].function &&
+		      l[3]->lines[0].function->start_line == 40,
+		      "names: another file, another known start line: records of their own");
+		check(l[6]->lines[1].function == l[5]->lines[0].function,
+		      "names: main inlining work is the same main");
+	}
+	err = prof_rpt_build(v, 1, PROF_RPT_FUNCTION, &r);
+	check(err == 0 && r->n_rows == 3 && strcmp(r->rows[0].name, "work") == 0 &&
+	      r->rows[0].flat == 81000000 && strcmp(r->rows[1].name, "other") == 0,
+	      "names: by function, work is one row with all its flat time (%lld)",
+	      err ? 0LL : (long long)r->rows[0].flat);
+	if (err)
+		goto out;
+	err = prof_write_file(b, file);
+	check(err == 0, "names: written");
+	if (go && !err)
+		check_top_agrees(file, r);
+	else
+		skip("names: pprof -top agrees with the report", "go not found");
+out:
+	prof_rpt_free(r);
+	prof_rd_free(v);
+	prof_builder_destroy(b);
+}
+
 int main(void)
 {
 	struct prof_builder *b;
@@ -768,6 +917,7 @@ int main(void)
 	prof_builder_destroy(b);
 
 	check_scale();
+	check_names();
 
 out:
 	nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
