@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -250,4 +251,159 @@ int procfs_status_field(pid_t pid, const char *key, long *value)
 	}
 	fclose(f);
 	return ret;
+}
+
+/* Files cprof opens besides the per-thread ones: modules' ELF files,
+ * debuginfo, maps, the output.  Kept free of the cache's budget. */
+#define FD_RESERVE_MIN 128
+
+static const char *const task_file_names[PROCFS_NFILES] = {
+	[PROCFS_STAT] = "stat",
+	[PROCFS_SCHEDSTAT] = "schedstat",
+	[PROCFS_SYSCALL] = "syscall",
+};
+
+static size_t budget_for(rlim_t soft)
+{
+	size_t reserve = (size_t)soft / 4;
+
+	if (reserve < FD_RESERVE_MIN)
+		reserve = FD_RESERVE_MIN;
+	if (soft == RLIM_INFINITY || soft > (rlim_t)1 << 20)
+		soft = (rlim_t)1 << 20;
+	/* At least a few, even under an absurdly low limit: then reads
+	 * degrade to open and close, they do not fail. */
+	return (size_t)soft > reserve + 16 ? (size_t)soft - reserve : 16;
+}
+
+void procfs_fdcache_init(struct procfs_fdcache *c, pid_t pid)
+{
+	struct rlimit rl;
+
+	memset(c, 0, sizeof(*c));
+	c->pid = pid;
+	c->lru.next = c->lru.prev = &c->lru;
+	c->budget = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? budget_for(rl.rlim_cur) : 16;
+}
+
+size_t procfs_fdcache_budget(struct procfs_fdcache *c, size_t wanted)
+{
+	struct rlimit rl;
+
+	if (wanted <= c->budget || c->raised)
+		return c->budget;
+	c->raised = true;
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return c->budget;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == 0)
+		c->budget = budget_for(rl.rlim_cur);
+	return c->budget;
+}
+
+void procfs_task_init(struct procfs_task *t, pid_t tid)
+{
+	int k;
+
+	t->tid = tid;
+	for (k = 0; k < PROCFS_NFILES; k++) {
+		t->f[k].fd = -1;
+		t->f[k].prev = t->f[k].next = NULL;
+	}
+}
+
+static void lru_unlink(struct procfs_fd *f)
+{
+	f->prev->next = f->next;
+	f->next->prev = f->prev;
+	f->prev = f->next = NULL;
+}
+
+static void lru_push(struct procfs_fdcache *c, struct procfs_fd *f)
+{
+	f->next = c->lru.next;
+	f->prev = &c->lru;
+	c->lru.next->prev = f;
+	c->lru.next = f;
+}
+
+static void close_fd(struct procfs_fdcache *c, struct procfs_fd *f)
+{
+	if (f->fd < 0)
+		return;
+	lru_unlink(f);
+	close(f->fd);
+	f->fd = -1;
+	c->open--;
+}
+
+/* Closes the least recently used file.  Returns false when none is open. */
+static bool evict(struct procfs_fdcache *c)
+{
+	if (c->lru.prev == &c->lru)
+		return false;
+	close_fd(c, c->lru.prev);
+	c->evictions++;
+	return true;
+}
+
+void procfs_task_close(struct procfs_fdcache *c, struct procfs_task *t)
+{
+	int k;
+
+	for (k = 0; k < PROCFS_NFILES; k++)
+		close_fd(c, &t->f[k]);
+}
+
+int procfs_task_fd(struct procfs_fdcache *c, struct procfs_task *t, enum procfs_file k)
+{
+	struct procfs_fd *f = &t->f[k];
+	int fd;
+
+	if (f->fd >= 0) {
+		if (c->lru.next != f) {
+			lru_unlink(f);
+			lru_push(c, f);
+		}
+		return f->fd;
+	}
+	while (c->open >= c->budget && evict(c))
+		;
+	for (;;) {
+		fd = procfs_open_task(c->pid, t->tid, task_file_names[k]);
+		/* Out of descriptors (the budget's reserve used by something
+		 * else): make room from the cache rather than fail. */
+		if ((fd == -EMFILE || fd == -ENFILE) && evict(c))
+			continue;
+		break;
+	}
+	if (fd < 0)
+		return fd;
+	c->opens++;
+	f->fd = fd;
+	lru_push(c, f);
+	c->open++;
+	return fd;
+}
+
+int procfs_task_stat(struct procfs_fdcache *c, struct procfs_task *t, struct procfs_stat *st)
+{
+	int fd = procfs_task_fd(c, t, PROCFS_STAT);
+
+	return fd < 0 ? fd : procfs_read_stat(fd, st);
+}
+
+int procfs_task_sched(struct procfs_fdcache *c, struct procfs_task *t, struct procfs_sched *sc)
+{
+	int fd = procfs_task_fd(c, t, PROCFS_SCHEDSTAT);
+
+	return fd < 0 ? fd : procfs_read_sched(fd, sc);
+}
+
+int procfs_task_syscall(struct procfs_fdcache *c, struct procfs_task *t,
+			struct procfs_syscall *sc)
+{
+	int fd = procfs_task_fd(c, t, PROCFS_SYSCALL);
+
+	return fd < 0 ? fd : procfs_read_syscall(fd, sc);
 }

@@ -59,6 +59,69 @@ int procfs_read_syscall(int fd, struct procfs_syscall *sc);
 /* The name of x86_64 system call nr ("futex"), or NULL. */
 const char *procfs_syscall_name(long nr);
 
+/*
+ * The per-thread files cprof re-reads, opened on demand and kept open while
+ * file descriptors allow: a process may have more threads than cprof may
+ * open files (a soft RLIMIT_NOFILE of 1024 is common), so the cache holds
+ * at most a budget of them and closes the least recently used one to open
+ * another.  Beyond the budget every read still works, at the price of an
+ * open and a close.  A procfs_task is embedded in the caller's per-thread
+ * record; calls for one cache must not run concurrently.
+ */
+enum procfs_file {
+	PROCFS_STAT,
+	PROCFS_SCHEDSTAT,
+	PROCFS_SYSCALL,
+	PROCFS_NFILES,
+};
+
+struct procfs_fd {
+	int fd;			/* -1: closed */
+	struct procfs_fd *prev, *next;	/* in the cache's LRU list while open */
+};
+
+struct procfs_task {
+	pid_t tid;
+	struct procfs_fd f[PROCFS_NFILES];
+};
+
+struct procfs_fdcache {
+	pid_t pid;
+	size_t open, budget;
+	bool raised;		/* the soft file limit was raised (once) */
+	struct procfs_fd lru;	/* sentinel: lru.next is the most recent */
+	uint64_t opens, evictions;	/* for statistics */
+};
+
+/* An empty cache for the threads of pid; its budget is set from
+ * RLIMIT_NOFILE (procfs_fdcache_budget). */
+void procfs_fdcache_init(struct procfs_fdcache *c, pid_t pid);
+
+/*
+ * How many files the cache may hold open: the soft RLIMIT_NOFILE minus a
+ * reserve for everything else cprof opens (modules, debuginfo, output).
+ * When wanted files exceed it and the hard limit is higher, the soft limit
+ * is raised to the hard one first (only the calling process's, once).
+ */
+size_t procfs_fdcache_budget(struct procfs_fdcache *c, size_t wanted);
+
+/* Makes t a closed record for thread tid. */
+void procfs_task_init(struct procfs_task *t, pid_t tid);
+
+/* Closes t's files; t may be initialized again. */
+void procfs_task_close(struct procfs_fdcache *c, struct procfs_task *t);
+
+/* The open fd of file k of t, opening it (and closing the least recently
+ * used file of the cache to stay within budget) if needed.  The fd stays
+ * the cache's.  Returns it or -errno (-ESRCH: the thread is gone). */
+int procfs_task_fd(struct procfs_fdcache *c, struct procfs_task *t, enum procfs_file k);
+
+/* procfs_read_stat, procfs_read_sched and procfs_read_syscall on t's file. */
+int procfs_task_stat(struct procfs_fdcache *c, struct procfs_task *t, struct procfs_stat *st);
+int procfs_task_sched(struct procfs_fdcache *c, struct procfs_task *t, struct procfs_sched *sc);
+int procfs_task_syscall(struct procfs_fdcache *c, struct procfs_task *t,
+			struct procfs_syscall *sc);
+
 /* Lists /proc/PID/task into a malloc'd array.  Returns 0 or -errno. */
 int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n);
 

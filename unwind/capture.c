@@ -18,7 +18,7 @@
 #define STOP_WAIT_NS 1000000000ull
 
 struct cap_priv {
-	int stat_fd, sched_fd, syscall_fd;
+	struct procfs_task task;	/* its /proc files, through cap_ctx.fds */
 	struct procfs_sched sched;	/* before the blocked capture */
 	bool want_stop;
 };
@@ -29,6 +29,7 @@ struct cap_ctx {
 	struct cap_priv *p;
 	struct tracer *t;
 	struct remote_unwinder *u;
+	struct procfs_fdcache fds;
 };
 
 static int cmp_tid(const void *a, const void *b)
@@ -102,6 +103,9 @@ static int list_threads(struct cap_ctx *x)
 	if (ret < 0)
 		return ret;
 	qsort(tids, n, sizeof(*tids), cmp_tid);
+	/* stat, schedstat and syscall of each thread are read again after
+	 * the seize: keep them open if the file limit can be made to allow. */
+	procfs_fdcache_budget(&x->fds, n * PROCFS_NFILES);
 	c->threads = calloc(n ? n : 1, sizeof(*c->threads));
 	x->p = calloc(n ? n : 1, sizeof(*x->p));
 	if (!c->threads || !x->p) {
@@ -145,15 +149,13 @@ static int list_threads(struct cap_ctx *x)
 			ret = -ENOMEM;
 			break;
 		}
-		p->stat_fd = procfs_open_task(c->pid, tid, "stat");
+		procfs_task_init(&p->task, tid);
 		/* State and name as they were before anything was seized: a
 		 * job-control-stopped thread reads 't' once traced. */
-		if (p->stat_fd >= 0 && procfs_read_stat(p->stat_fd, &st) == 0) {
+		if (procfs_task_stat(&x->fds, &p->task, &st) == 0) {
 			ct->state = st.state;
 			snprintf(ct->name, sizeof(ct->name), "%s", st.comm);
 		}
-		p->sched_fd = procfs_open_task(c->pid, tid, "schedstat");
-		p->syscall_fd = procfs_open_task(c->pid, tid, "syscall");
 		k++;
 		c->n = k;
 	}
@@ -177,21 +179,23 @@ static void read_blocked(struct cap_ctx *x)
 		struct cap_priv *p = &x->p[i];
 		struct procfs_stat st;
 
-		if (p->stat_fd < 0 || procfs_read_stat(p->stat_fd, &st) < 0)
+		int fd;
+
+		if (procfs_task_stat(&x->fds, &p->task, &st) < 0)
 			continue;	/* gone: stays CAPTURE_NONE, -ESRCH */
 		if (!ct->state) {
 			snprintf(ct->name, sizeof(ct->name), "%s", st.comm);
 			ct->state = st.state;
 		}
-		if (p->sched_fd < 0 || procfs_read_sched(p->sched_fd, &p->sched) < 0)
+		if (procfs_task_sched(&x->fds, &p->task, &p->sched) < 0)
 			continue;
 		ct->cpu_ns = p->sched.run_ns;
 		ct->err = 0;
 		/* Running, or not in a system call (e.g. job-control
 		 * stopped at an arbitrary instruction): every register
 		 * matters, so it is stopped instead. */
-		if (st.state == 'R' || p->syscall_fd < 0 ||
-		    snap_capture_in_place(&ct->snap, x->c->pid, ct->tid, p->syscall_fd, &x->c->maps,
+		if (st.state == 'R' || (fd = procfs_task_fd(&x->fds, &p->task, PROCFS_SYSCALL)) < 0 ||
+		    snap_capture_in_place(&ct->snap, x->c->pid, ct->tid, fd, &x->c->maps,
 					  &ct->syscall_nr) < 0) {
 			p->want_stop = true;
 			continue;
@@ -250,7 +254,7 @@ static size_t recheck_blocked(struct cap_ctx *x)
 
 		if (x->c->threads[i].how != CAPTURE_BLOCKED)
 			continue;
-		if (procfs_read_sched(x->p[i].sched_fd, &now) == 0 &&
+		if (procfs_task_sched(&x->fds, &x->p[i].task, &now) == 0 &&
 		    procfs_sched_same(&now, &x->p[i].sched))
 			continue;
 		x->c->threads[i].how = CAPTURE_NONE;
@@ -324,6 +328,7 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 
 	memset(c, 0, sizeof(*c));
 	c->pid = pid;
+	procfs_fdcache_init(&x.fds, pid);
 	ret = list_threads(&x);
 	if (ret < 0)
 		goto out;
@@ -358,14 +363,8 @@ out:
 	c->wall_ns = cprof_now_ns() - start;
 	remote_destroy(x.u);
 	if (x.p) {
-		for (i = 0; i < c->n; i++) {
-			if (x.p[i].stat_fd >= 0)
-				close(x.p[i].stat_fd);
-			if (x.p[i].sched_fd >= 0)
-				close(x.p[i].sched_fd);
-			if (x.p[i].syscall_fd >= 0)
-				close(x.p[i].syscall_fd);
-		}
+		for (i = 0; i < c->n; i++)
+			procfs_task_close(&x.fds, &x.p[i].task);
 		free(x.p);
 	}
 	return ret;

@@ -38,7 +38,6 @@ struct samp_thread {
 	uint64_t seen_run_ns;		/* ... when it was chosen for this one */
 	struct procfs_sched captured;	/* wall: schedstat when last captured */
 	uint32_t label;
-	int syscall_fd;			/* wall: opened on first need */
 	bool primed;
 	bool have_last;			/* wall: last_frames hold its stack */
 	size_t n_last;
@@ -117,12 +116,11 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 {
 	struct sampler *s = arg;
 	struct samp_thread *st = th->user;
+	struct procfs_sched sc;
 	struct procfs_stat ps;
 
 	if (!appeared) {
 		if (st) {
-			if (st->syscall_fd >= 0)
-				close(st->syscall_fd);
 			free(st->last_frames);
 			free(st);
 		}
@@ -134,13 +132,13 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 		s->error = -ENOMEM;	/* ends the session at the next tick */
 		return;
 	}
-	st->syscall_fd = -1;
 	th->user = st;
 	/* CPU used before we saw the thread is not ours to attribute. */
-	if (th->schedstat_fd >= 0 &&
-	    procfs_read_schedstat(th->schedstat_fd, &st->sampled_run_ns) == 0)
+	if (procfs_task_sched(tracer_fds(t), &th->task, &sc) == 0) {
+		st->sampled_run_ns = sc.run_ns;
 		st->primed = true;
-	if (th->stat_fd >= 0 && procfs_read_stat(th->stat_fd, &ps) == 0)
+	}
+	if (procfs_task_stat(tracer_fds(t), &th->task, &ps) == 0)
 		st->label = add_label(s, th->tid, ps.comm);
 	else
 		st->label = add_label(s, th->tid, "");
@@ -410,9 +408,11 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 			    const struct procfs_sched *now, char state)
 {
 	struct samp_thread *st = th->user;
+	struct procfs_fdcache *fds = tracer_fds(s->tracer);
 	struct procfs_sched after;
 	enum remote_end end;
 	size_t n;
+	int fd;
 
 	if (st->have_last && procfs_sched_same(&st->captured, now)) {
 		s->stats.samples_reused++;
@@ -420,17 +420,15 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 	}
 	if (state == 'R' || state == 'T' || state == 't')
 		return false;
-	if (st->syscall_fd < 0)
-		st->syscall_fd = procfs_open_task(s->o.pid, th->tid, "syscall");
-	if (st->syscall_fd < 0 ||
-	    snap_capture_in_place(&s->blocked, s->o.pid, th->tid, st->syscall_fd, &s->maps, NULL) < 0)
+	fd = procfs_task_fd(fds, &th->task, PROCFS_SYSCALL);
+	if (fd < 0 || snap_capture_in_place(&s->blocked, s->o.pid, th->tid, fd, &s->maps, NULL) < 0)
 		return false;
 	n = unwind_snap(s, &s->blocked, &end);
 	if (!n || end == REMOTE_END_NEED_REGS)
 		return false;
 	/* Did it run while we read its stack?  Then the copy may mix two
 	 * moments: stop it instead. */
-	if (procfs_read_sched(th->schedstat_fd, &after) < 0 || !procfs_sched_same(&after, now))
+	if (procfs_task_sched(fds, &th->task, &after) < 0 || !procfs_sched_same(&after, now))
 		return false;
 	st->captured = *now;
 	s->stats.samples_unstopped++;
@@ -444,13 +442,14 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 {
 	struct samp_thread *st = th->user;
+	struct procfs_fdcache *fds = tracer_fds(s->tracer);
 	struct procfs_sched sc;
 	struct procfs_stat ps;
 
-	if (!st || th->pending || th->held || th->schedstat_fd < 0 || th->stat_fd < 0)
+	if (!st || th->pending || th->held)
 		return false;
 	/* schedstat first: one pread says whether the thread ran at all. */
-	if (procfs_read_sched(th->schedstat_fd, &sc) < 0)
+	if (procfs_task_sched(fds, &th->task, &sc) < 0)
 		return false;
 	if (!st->primed) {
 		st->sampled_run_ns = sc.run_ns;
@@ -459,7 +458,7 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	if (s->o.mode == SAMPLER_CPU) {
 		if (th->listening || sc.run_ns == st->sampled_run_ns)
 			return false;
-		if (procfs_read_stat(th->stat_fd, &ps) < 0 || ps.state != 'R')
+		if (procfs_task_stat(fds, &th->task, &ps) < 0 || ps.state != 'R')
 			return false;
 		update_label(s, th, ps.comm);
 		st->seen_run_ns = sc.run_ns;
@@ -469,7 +468,7 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 		sample_in_place(s, th, &sc, 'S');
 		return false;
 	}
-	if (procfs_read_stat(th->stat_fd, &ps) < 0)
+	if (procfs_task_stat(fds, &th->task, &ps) < 0)
 		return false;
 	update_label(s, th, ps.comm);
 	if (sample_in_place(s, th, &sc, ps.state))

@@ -29,6 +29,7 @@ struct tracer {
 	const struct tracer_ops *ops;
 	void *arg;
 	struct tracer_thread **threads;
+	struct procfs_fdcache fds;
 	size_t n_threads, cap_threads;
 	size_t n_pending;
 	bool stop_requested;
@@ -78,9 +79,11 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid)
 		return NULL;
 	th->tid = tid;
 	th->appeared_ns = cprof_now_ns();
-	th->stat_fd = procfs_open_task(t->pid, tid, "stat");
-	th->schedstat_fd = procfs_open_task(t->pid, tid, "schedstat");
+	procfs_task_init(&th->task, tid);
 	t->threads[t->n_threads++] = th;
+	/* Two files a thread (schedstat and stat) are what sampling re-reads:
+	 * raise the soft file limit if that helps keep them open. */
+	procfs_fdcache_budget(&t->fds, t->n_threads * 2);
 	t->stats.threads_seen++;
 	if (t->ops && t->ops->on_thread)
 		t->ops->on_thread(t, th, true, t->arg);
@@ -110,10 +113,7 @@ static void remove_thread(struct tracer *t, size_t i)
 		t->ops->on_thread(t, th, false, t->arg);
 	if (th->pending)
 		t->n_pending--;
-	if (th->stat_fd >= 0)
-		close(th->stat_fd);
-	if (th->schedstat_fd >= 0)
-		close(th->schedstat_fd);
+	procfs_task_close(&t->fds, &th->task);
 	free(th);
 	t->threads[i] = t->threads[--t->n_threads];
 }
@@ -206,6 +206,7 @@ static int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops
 	if (!t)
 		return -ENOMEM;
 	t->pid = pid;
+	procfs_fdcache_init(&t->fds, pid);
 	t->ops = ops;
 	t->arg = arg;
 
@@ -681,6 +682,11 @@ size_t tracer_pending_count(const struct tracer *t)
 const struct tracer_stats *tracer_get_stats(const struct tracer *t)
 {
 	return &t->stats;
+}
+
+struct procfs_fdcache *tracer_fds(struct tracer *t)
+{
+	return &t->fds;
 }
 
 static uint64_t thread_cpu_ns(void)

@@ -16,12 +16,13 @@
 #include <sys/types.h>
 #include <sys/user.h>
 
+#include "process/procfs.h"
+
 struct tracer;
 
 struct tracer_thread {
 	pid_t tid;
-	int stat_fd;		/* /proc/PID/task/TID/stat, kept open; -1 if unavailable */
-	int schedstat_fd;	/* /proc/PID/task/TID/schedstat, kept open; -1 if unavailable */
+	struct procfs_task task;	/* its /proc files, through tracer_fds() */
 	bool pending;		/* PTRACE_INTERRUPT sent, its stop not seen yet */
 	bool listening;		/* in group-stop (job control); PTRACE_LISTEN issued */
 	bool held;		/* kept in its stop by on_stop; see tracer_resume_held */
@@ -159,6 +160,10 @@ struct tracer_thread *tracer_find_thread(struct tracer *t, pid_t tid);
 size_t tracer_pending_count(const struct tracer *t);
 
 const struct tracer_stats *tracer_get_stats(const struct tracer *t);
+
+/* The cache of the traced threads' /proc files (their tracer_thread.task):
+ * the files of thousands of threads cannot all stay open. */
+struct procfs_fdcache *tracer_fds(struct tracer *t);
 
 /* Counts one stop of d ns in st (total, maximum and histogram). */
 void tracer_stats_add_stop(struct tracer_stats *st, uint64_t d);
