@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A pprof profile under construction and its encoder (protobuf-c + gzip).
- * Follows ../shared/NOTES.md section 4: string_table[0] == "", strings
- * interned once and valid UTF-8, mapping/location/function ids 1..N in array
- * order, gzip framing, identical (stack, labels) samples merged.
+ * string_table[0] == "", strings interned once and valid UTF-8,
+ * mapping/location/function ids 1..N in array order, gzip framing,
+ * identical (stack, labels) samples merged: doc/pprof.md says why.
  */
 #ifndef CPROF_PROFILE_PROFILE_H
 #define CPROF_PROFILE_PROFILE_H
