@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "cli/diff.h"
+#include "profile/flame.h"
 
 #define DEFAULT_POWER 0.8	/* "detect": find it significant 4 runs in 5 */
 
@@ -18,7 +19,7 @@ static void diff_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof diff BASE NEW [--threshold PCT] [--confidence PCT] [--flat]\n"
 		"                  [--focus REGEX] [--ignore REGEX] [--by function|line]\n"
-		"                  [--type TYPE] [--top N] [-f text|json|markdown]\n"
+		"                  [--type TYPE] [--top N] [-f text|json|markdown|svg] [-o FILE]\n"
 		"\n"
 		"Compares two pprof profiles function by function: the change of each one's\n"
 		"share of its profile's total, cumulative and flat, in percentage points, so\n"
@@ -36,8 +37,11 @@ static void diff_usage(FILE *f)
 		"      --by function|line per function (default) or per source line\n"
 		"  -t, --type TYPE        sample type to compare (default: BASE's default)\n"
 		"  -n, --top N            rows to show (default all)\n"
-		"  -f, --format FMT       text (default), json, or markdown (a table of the\n"
-		"                         significant changes, for CI job summaries)\n"
+		"  -f, --format FMT       text (default), json, markdown (a table of the\n"
+		"                         significant changes, for CI job summaries), or svg\n"
+		"                         (NEW's flame graph, red where shares grew against\n"
+		"                         BASE, blue where they shrank)\n"
+		"  -o, --output FILE      where -f svg writes (default standard output)\n"
 		"      --json             the same as -f json\n"
 		"  -h, --help             this help\n"
 		"\n"
@@ -87,6 +91,7 @@ static enum cli_opt_status opt_format(void *value, const char *arg)
 {
 	static const char *const names[] = {
 		[DIFF_TEXT] = "text", [DIFF_JSON] = "json", [DIFF_MARKDOWN] = "markdown",
+		[DIFF_SVG] = "svg",
 	};
 	size_t i;
 
@@ -96,7 +101,7 @@ static enum cli_opt_status opt_format(void *value, const char *arg)
 			return CLI_OPT_TAKEN;
 		}
 	}
-	cli_error("diff: invalid format '%s': text, json or markdown", arg);
+	cli_error("diff: invalid format '%s': text, json, markdown or svg", arg);
 	return CLI_OPT_INVALID;
 }
 
@@ -354,11 +359,33 @@ static int evaluate(const struct diff_args *da, const struct diff_side *base,
 	return 0;
 }
 
-static void print(const struct diff_args *da, const struct diff_side *base,
-		  const struct diff_side *new_side, const struct prof_diff *d,
-		  const struct diff_result *res)
+/* The differential flame graph.  Returns 0, or the exit code once reported. */
+static int write_svg(const struct diff_args *da, const struct diff_side *base,
+		     const struct diff_side *new_side)
+{
+	const char *out = da->output ? da->output : "-";
+	char title[512];
+	int ret;
+
+	snprintf(title, sizeof(title), "cprof diff: %s against %s", new_side->path, base->path);
+	ret = prof_flame_diff_svg_file(base->p, base->r->type, new_side->p, new_side->r->type,
+				       out, title);
+	if (ret < 0) {
+		cli_error("cannot write '%s': %s", strcmp(out, "-") ? out : "standard output",
+			  strerror(-ret));
+		return CPROF_EXIT_FATAL;
+	}
+	return 0;
+}
+
+/* Returns 0, or the exit code once an error is reported. */
+static int print(const struct diff_args *da, const struct diff_side *base,
+		 const struct diff_side *new_side, const struct prof_diff *d,
+		 const struct diff_result *res)
 {
 	switch (da->format) {
+	case DIFF_SVG:
+		return write_svg(da, base, new_side);
 	case DIFF_TEXT:
 		diff_print_text(da, base, new_side, res);
 		break;
@@ -369,6 +396,7 @@ static void print(const struct diff_args *da, const struct diff_side *base,
 		diff_print_markdown(da, base, new_side, res);
 		break;
 	}
+	return 0;
 }
 
 int cmd_diff(int argc, char **argv)
@@ -385,6 +413,7 @@ int cmd_diff(int argc, char **argv)
 		CLI_OPTION_ULONG('n', "top", &da.top, 1, (unsigned long)-1),
 		CLI_OPTION_CALLBACK('f', "format", &da.format, opt_format),
 		CLI_OPTION_CALLBACK_FLAG(0, "json", &da.format, opt_json),
+		CLI_OPTION_STRING('o', "output", &da.output),
 		CLI_OPTION_END,
 	};
 	struct diff_side base = { 0 }, new_side = { 0 };
@@ -396,6 +425,17 @@ int cmd_diff(int argc, char **argv)
 	pr = cli_parse_options(&diff_line, opts, argc, argv, &first);
 	if (pr != CLI_PARSE_OK)
 		return cli_parse_exit_code(pr);
+	if (da.output && da.format != DIFF_SVG) {
+		cli_error("diff: -o is for -f svg; the other formats go to standard output");
+		return CPROF_EXIT_USAGE;
+	}
+	if (da.output) {
+		code = cli_check_output(da.output);
+		if (code < 0) {
+			cli_error("cannot write '%s': %s", da.output, strerror(-code));
+			return CPROF_EXIT_FATAL;
+		}
+	}
 	if (compile_patterns(&da) < 0)
 		return CPROF_EXIT_USAGE;
 	base.path = argv[first];
@@ -409,8 +449,9 @@ int cmd_diff(int argc, char **argv)
 		code = CPROF_EXIT_FATAL;
 		goto out;
 	}
-	print(&da, &base, &new_side, d, &res);
-	code = res.n_regressions ? DIFF_EXIT_GREW : CPROF_EXIT_OK;
+	code = print(&da, &base, &new_side, d, &res);
+	if (!code)
+		code = res.n_regressions ? DIFF_EXIT_GREW : CPROF_EXIT_OK;
 out:
 	free(res.entries);
 	prof_diff_free(cd);

@@ -19,7 +19,7 @@
  */
 #define DIFF_EXIT_GREW 3
 
-enum diff_format { DIFF_TEXT, DIFF_JSON, DIFF_MARKDOWN };
+enum diff_format { DIFF_TEXT, DIFF_JSON, DIFF_MARKDOWN, DIFF_SVG };
 
 struct diff_args {
 	double threshold;	/* percentage points */
@@ -29,6 +29,7 @@ struct diff_args {
 	unsigned long top;	/* 0: all rows */
 	enum diff_format format;
 	bool flat;		/* gate on flat shares instead of cumulative ones */
+	const char *output;	/* -o: where the SVG goes; NULL: standard output */
 	const char *focus, *ignore;	/* the patterns as given, or NULL */
 	regex_t focus_re, ignore_re;
 };

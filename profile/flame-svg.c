@@ -24,6 +24,7 @@
 #define SVG_FONT_SIZE 12
 #define SVG_CHAR_W 7.2		/* advance of a 12px monospace glyph, about 0.6 em */
 #define SVG_MIN_W 0.1		/* narrower frames (and their children) are not drawn */
+#define SVG_NOTE_H 20		/* the optional note under the subtitle */
 
 /*
  * Length of the UTF-8 sequence at s (at most n bytes) when it is an XML
@@ -61,7 +62,7 @@ static size_t char_count(const char *s)
  * text: markup characters escaped, control characters and bytes that are
  * not valid UTF-8 replaced by '?', so that any name gives well-formed XML.
  */
-static void xml_put(FILE *f, const char *s, size_t max)
+void prof_flame_xml_put(FILE *f, const char *s, size_t max)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t n = strlen(s), k;
@@ -102,10 +103,10 @@ static void put_label(FILE *f, const char *name, double w)
 	if (fit < 3)
 		return;
 	if (len <= fit) {
-		xml_put(f, name, len);
+		prof_flame_xml_put(f, name, len);
 		return;
 	}
-	xml_put(f, name, fit - 2);
+	prof_flame_xml_put(f, name, fit - 2);
 	fputs("..", f);
 }
 
@@ -130,17 +131,23 @@ static const char svg_script[] =
 	;
 
 static void put_frame(FILE *f, const struct flame *fl, uint32_t n, double x, double w,
-		      double y, int64_t total)
+		      double y, int64_t total, const struct flame_paint *paint)
 {
 	const char *name = fl->names[fl->nodes[n].name];
 	double pct = 100.0 * (double)fl->nodes[n].total / (double)total;
 
 	fputs("<g class=\"f\"><title>", f);
-	xml_put(f, name, SIZE_MAX);
-	fprintf(f, " (%" PRId64 ", %.2f%%)</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
-		"height=\"%d\" rx=\"2\" fill=\"", fl->nodes[n].total, pct, x, y, w,
-		SVG_FRAME_H - 1);
-	put_color(f, name);
+	prof_flame_xml_put(f, name, SIZE_MAX);
+	if (paint)
+		paint->tip(f, fl, n, total, paint->arg);
+	else
+		fprintf(f, " (%" PRId64 ", %.2f%%)", fl->nodes[n].total, pct);
+	fprintf(f, "</title><rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" "
+		"height=\"%d\" rx=\"2\" fill=\"", x, y, w, SVG_FRAME_H - 1);
+	if (paint)
+		paint->fill(f, fl, n, paint->arg);
+	else
+		put_color(f, name);
 	fprintf(f, "\"/><text x=\"%.2f\" y=\"%.1f\">", x + 3, y + SVG_FRAME_H - 4.5);
 	put_label(f, name, w);
 	fputs("</text></g>\n", f);
@@ -148,7 +155,7 @@ static void put_frame(FILE *f, const struct flame *fl, uint32_t n, double x, dou
 
 /* Everything before the frames: the document, style, script, title, buttons. */
 static void put_head(FILE *f, const struct prof_rd_value_type *vt, const char *title,
-		     int height, int64_t total)
+		     const char *note, int height, int64_t total)
 {
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n"
 		"<svg version=\"1.1\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" "
@@ -167,12 +174,18 @@ static void put_head(FILE *f, const struct prof_rd_value_type *vt, const char *t
 	fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"rgb(248,248,240)\"/>\n",
 		SVG_WIDTH, height);
 	fprintf(f, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">", SVG_WIDTH / 2);
-	xml_put(f, title ? title : "Flame Graph", SIZE_MAX);
+	prof_flame_xml_put(f, title ? title : "Flame Graph", SIZE_MAX);
 	fprintf(f, "</text>\n<text x=\"%d\" y=\"44\" text-anchor=\"middle\">", SVG_WIDTH / 2);
-	xml_put(f, vt->type ? vt->type : "", SIZE_MAX);
+	prof_flame_xml_put(f, vt->type ? vt->type : "", SIZE_MAX);
 	fputs(" (", f);
-	xml_put(f, vt->unit ? vt->unit : "", SIZE_MAX);
+	prof_flame_xml_put(f, vt->unit ? vt->unit : "", SIZE_MAX);
 	fprintf(f, "), total %" PRId64 "</text>\n", total);
+	if (note) {
+		fprintf(f, "<text id=\"note\" x=\"%d\" y=\"%d\" text-anchor=\"middle\">",
+			SVG_WIDTH / 2, SVG_TOP + SVG_NOTE_H - 6);
+		prof_flame_xml_put(f, note, SIZE_MAX);
+		fputs("</text>\n", f);
+	}
 	fprintf(f, "<text id=\"unzoom\" class=\"button\" x=\"%d\" y=\"24\" style=\"display:none\">"
 		"Reset zoom</text>\n", SVG_PAD);
 	fprintf(f, "<text id=\"search\" class=\"button\" x=\"%d\" y=\"24\" text-anchor=\"end\">"
@@ -185,7 +198,8 @@ static void put_head(FILE *f, const struct prof_rd_value_type *vt, const char *t
 }
 
 /* The frames, depth first in name order, each after its left sibling. */
-static int put_frames(FILE *f, const struct flame *fl, int height, int64_t total)
+static int put_frames(FILE *f, const struct flame *fl, int height, int64_t total,
+		      const struct flame_paint *paint)
 {
 	double scale, *xs;
 	uint32_t n;
@@ -209,26 +223,29 @@ static int put_frames(FILE *f, const struct flame *fl, int height, int64_t total
 		draw = d->total > 0 && w >= SVG_MIN_W;
 		if (draw)
 			put_frame(f, fl, n, xs[n], w,
-				  (double)(height - SVG_BOTTOM - (int)d->depth * SVG_FRAME_H), total);
+				  (double)(height - SVG_BOTTOM - (int)d->depth * SVG_FRAME_H), total,
+				  paint);
 	}
 	free(xs);
 	return 0;
 }
 
-static int write_svg(const struct flame *fl, const struct prof_rd_profile *p, size_t type,
-		     const char *title, FILE *f)
+int prof_flame_svg_write(const struct flame *fl, const struct prof_rd_value_type *vt,
+			 const char *title, const char *note, const struct flame_paint *paint,
+			 FILE *f)
 {
 	int64_t total = fl->nodes[0].total;
-	int height = SVG_TOP + (int)fl->max_depth * SVG_FRAME_H + SVG_BOTTOM;
+	int height = SVG_TOP + (note ? SVG_NOTE_H : 0) + (int)fl->max_depth * SVG_FRAME_H +
+		     SVG_BOTTOM;
 	int ret;
 
 	errno = 0;
-	put_head(f, &p->sample_types[type], title, height, total);
+	put_head(f, vt, title, note, height, total);
 	if (total <= 0) {
 		fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">no samples</text>\n",
 			SVG_WIDTH / 2, SVG_TOP + 20);
 	} else {
-		ret = put_frames(f, fl, height, total);
+		ret = put_frames(f, fl, height, total, paint);
 		if (ret < 0)
 			return ret;
 	}
@@ -245,7 +262,7 @@ int prof_flame_svg(const struct prof_rd_profile *p, size_t type, const char *tit
 	ret = prof_flame_tree_build(&fl, p, type, flags);
 	if (ret < 0)
 		return ret;
-	ret = write_svg(&fl, p, type, title, f);
+	ret = prof_flame_svg_write(&fl, &p->sample_types[type], title, NULL, NULL, f);
 	prof_flame_tree_free(&fl);
 	return ret;
 }

@@ -51,6 +51,38 @@ void prof_flame_tree_free(struct flame *fl);
  * end); descend false skips n's subtree. */
 uint32_t prof_flame_walk_next(const struct flame *fl, uint32_t n, bool descend);
 
+/*
+ * How frames are painted, when not as an ordinary flame graph (NULL): fill
+ * writes the fill colour of node n, tip the tooltip's text after the name,
+ * "(...)" included (no parentheses inside, the script takes the name from
+ * before them).  total is the root's.
+ */
+struct flame_paint {
+	void (*fill)(FILE *f, const struct flame *fl, uint32_t n, void *arg);
+	void (*tip)(FILE *f, const struct flame *fl, uint32_t n, int64_t total, void *arg);
+	void *arg;
+};
+
+/*
+ * Draws fl as the SVG of flame.h, titled title (NULL: "Flame Graph") and
+ * subtitled with vt and the total, plus note (NULL: none) on a line of its
+ * own.  Returns 0, -ENOMEM, or -errno from writing (prof_flame_stream_status).
+ */
+int prof_flame_svg_write(const struct flame *fl, const struct prof_rd_value_type *vt,
+			 const char *title, const char *note, const struct flame_paint *paint,
+			 FILE *f);
+
+/* The characters of s escaped for XML text or attributes, at most max of
+ * them, ill-formed UTF-8 and control characters as '?'. */
+void prof_flame_xml_put(FILE *f, const char *s, size_t max);
+
+/*
+ * Runs draw on a stream of its own over a duplicate of fd, so that closing
+ * the stream reports its last write errors and leaves fd open.  Returns
+ * draw's result, or -errno.
+ */
+int prof_flame_to_fd(int fd, int (*draw)(FILE *f, void *arg), void *arg);
+
 /* Ends a write to f: a full disk is an error, not a truncated file.
  * Returns 0 or -errno (-EIO when errno says nothing). */
 int prof_flame_stream_status(FILE *f);

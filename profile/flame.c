@@ -401,11 +401,8 @@ struct flame_job {
 	bool svg;
 };
 
-/* Runs job on a stream of its own over a duplicate of fd, so that closing
- * the stream reports its last write errors and leaves fd open. */
-static int run_job(int fd, void *arg)
+int prof_flame_to_fd(int fd, int (*draw)(FILE *f, void *arg), void *arg)
 {
-	const struct flame_job *j = arg;
 	FILE *f;
 	int dfd, ret;
 
@@ -418,12 +415,24 @@ static int run_job(int fd, void *arg)
 		close(dfd);
 		return ret;
 	}
-	ret = j->svg ? prof_flame_svg(j->p, j->type, j->title, j->flags, f) :
-		       prof_flame_collapsed(j->p, j->type, j->flags, f);
+	ret = draw(f, arg);
 	errno = 0;
 	if (fclose(f) != 0 && !ret)
 		ret = errno ? -errno : -EIO;
 	return ret;
+}
+
+static int draw_job(FILE *f, void *arg)
+{
+	const struct flame_job *j = arg;
+
+	return j->svg ? prof_flame_svg(j->p, j->type, j->title, j->flags, f) :
+			prof_flame_collapsed(j->p, j->type, j->flags, f);
+}
+
+static int run_job(int fd, void *arg)
+{
+	return prof_flame_to_fd(fd, draw_job, arg);
 }
 
 int prof_flame_collapsed_fd(const struct prof_rd_profile *p, size_t type, unsigned flags, int fd)

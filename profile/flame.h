@@ -55,4 +55,19 @@ int prof_flame_svg_fd(const struct prof_rd_profile *p, size_t type, const char *
 int prof_flame_svg_file(const struct prof_rd_profile *p, size_t type, const char *path,
 			const char *title);
 
+/*
+ * A differential flame graph: cur's flame graph (type cur_type), each frame
+ * coloured by how its share of the total changed against the frame at the
+ * same path in base (type base_type): red grew, blue shrank, saturated at
+ * the largest change; its tooltip holds both values and shares.  A note
+ * names the largest frames only base has.  title NULL: "Differential Flame
+ * Graph".  Same returns as above.
+ */
+int prof_flame_diff_svg(const struct prof_rd_profile *base, size_t base_type,
+			const struct prof_rd_profile *cur, size_t cur_type, const char *title,
+			unsigned flags, FILE *f);
+int prof_flame_diff_svg_file(const struct prof_rd_profile *base, size_t base_type,
+			     const struct prof_rd_profile *cur, size_t cur_type, const char *path,
+			     const char *title);
+
 #endif
