@@ -21,6 +21,7 @@
 #include "symbolize/debuginfo.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/symbolize.h"
+#include "unwind/gopclntab.h"
 
 /* Deepest inline chain we report; deeper ones keep their innermost frames. */
 #define MAX_FRAMES 64
@@ -42,6 +43,8 @@ struct mod_state {
 	bool cus_built;		/* cus was tried */
 	struct cu_index *cus;	/* CUs by their own ranges, for DWARF without aranges */
 	Dwarf_Addr cus_bias;
+	bool go_tried;		/* go was tried */
+	struct gopcln *go;	/* Go's pc-line table, for a Go binary without symbols */
 };
 
 struct cache_entry {
@@ -246,8 +249,10 @@ void sym_destroy(struct sym_ctx *ctx)
 	cprof_htab_free(&ctx->str_index);
 	free(ctx->cache);
 	cprof_htab_free(&ctx->cache_index);
-	for (i = 0; i < ctx->nmods; i++)
+	for (i = 0; i < ctx->nmods; i++) {
 		cu_index_free(ctx->mods[i].cus);
+		gopcln_close(ctx->mods[i].go);
+	}
 	free(ctx->mods);
 	free(ctx);
 }
@@ -705,6 +710,29 @@ static int resolve_flat(struct sym_ctx *ctx, struct resolved *r)
 }
 
 /* The ctx-owned frames for ELF address vaddr of mod; *n 0 when unknown. */
+/*
+ * Neither a symbol nor a line (a Go binary built with -ldflags=-s -w): the
+ * name and file:line from Go's own pc-line table, read on first need.
+ */
+static void resolve_go(const struct proc_module *mod, struct mod_state *st, uint64_t vaddr,
+		       bool lines, struct resolved *r)
+{
+	struct gopcln_func f;
+
+	if (!st->go_tried) {
+		st->go_tried = true;
+		if (mod->fd < 0 || gopcln_open(&st->go, mod->fd) < 0)
+			st->go = NULL;
+	}
+	if (!st->go || gopcln_find(st->go, vaddr, &f) < 0 || !f.name)
+		return;
+	r->symname = f.name;
+	if (lines && gopcln_line(st->go, &f, vaddr, &r->src, &r->line) < 0) {
+		r->src = NULL;
+		r->line = 0;
+	}
+}
+
 static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mod_state *st,
 		   uint64_t vaddr, struct sym_frame **out, size_t *n, bool *has_lines)
 {
@@ -726,6 +754,8 @@ static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mo
 		if (ret < 0)
 			return ret;
 	}
+	if (!r.n && !r.symname && !r.src)
+		resolve_go(mod, st, vaddr, !(ctx->flags & SYM_NO_SOURCE), &r);
 	if (!r.n && (ret = resolve_flat(ctx, &r)) < 0)
 		return ret;
 	if (!r.n)

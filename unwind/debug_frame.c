@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "unwind/debug_frame.h"
+#include "unwind/gopclntab.h"
 
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
 					       unw_dyn_info_t *di, unw_proc_info_t *pi,
@@ -122,6 +123,23 @@ static int load_section(const struct proc_module *m, char **buf, size_t *len)
 	return ret;
 }
 
+/* No .debug_frame (a Go binary built with -ldflags=-s -w): CFI made from
+ * Go's own pc-line table, whose SP deltas are what Go unwinds with. */
+static int go_section(const struct proc_module *m, char **buf, size_t *len)
+{
+	struct gopcln *p;
+	int ret;
+
+	if (m->fd < 0)
+		return -ENOENT;
+	ret = gopcln_open(&p, m->fd);
+	if (ret < 0)
+		return ret == -ENOMEM ? ret : -ENOENT;
+	ret = gopcln_make_cfi(p, buf, len);
+	gopcln_close(p);
+	return ret;
+}
+
 static uint32_t get_u32(const char *p)
 {
 	uint32_t v;
@@ -205,6 +223,8 @@ int dframe_load(struct dframe **out, const struct proc_module *m)
 
 	elf_version(EV_CURRENT);
 	ret = load_section(m, &buf, &len);
+	if (ret == -ENOENT || ret == -EINVAL)
+		ret = go_section(m, &buf, &len);
 	if (ret < 0)
 		return ret;
 	n = index_fdes(buf, len, NULL);

@@ -2,7 +2,8 @@
 /*
  * .debug_frame as a second source of CFI, for modules whose pcs have no
  * .eh_frame entry: Go binaries (only .debug_frame, often compressed), and
- * C/C++ built with -fno-asynchronous-unwind-tables.  The section is read once
+ * C/C++ built with -fno-asynchronous-unwind-tables.  A Go binary stripped
+ * of it (-ldflags=-s -w) gets the same from its .gopclntab (gopclntab.h).  The section is read once
  * per module from the ELF file cprof already holds open (or from its separate
  * debuginfo under /usr/lib/debug/.build-id), decompressed, and indexed into a
  * sorted FDE table; lookups are a binary search in our own copy, with no

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "unwind/gopclntab.h"
 #include "unwind/roots.h"
 
 struct root_range {
@@ -106,6 +107,29 @@ static int scan_symtab(struct roots *r, Elf *e, Elf_Scn *scn, const GElf_Shdr *s
 	return found;
 }
 
+/* A stripped Go binary: the roots by their names in .gopclntab. */
+static int scan_gopclntab(struct roots *r, const struct proc_module *m)
+{
+	struct gopcln *p;
+	size_t i, n;
+	int ret = 0;
+
+	if (gopcln_open(&p, m->fd) < 0)
+		return 0;
+	n = gopcln_count(p);
+	for (i = 0; i < n && ret == 0; i++) {
+		struct gopcln_func f;
+		enum roots_kind kind;
+
+		if (gopcln_func_at(p, i, &f) < 0 || !f.name ||
+		    (kind = roots_name_kind(f.name)) == ROOTS_NONE)
+			continue;
+		ret = add_range(r, f.entry + m->bias, f.end + m->bias, kind);
+	}
+	gopcln_close(p);
+	return ret;
+}
+
 int roots_load(struct roots **out, const struct proc_module *m)
 {
 	struct roots *r;
@@ -142,6 +166,8 @@ int roots_load(struct roots **out, const struct proc_module *m)
 		if (found)
 			break;
 	}
+	if (!r->n && (ret = scan_gopclntab(r, m)) < 0)
+		goto err;
 done:
 	if (e)
 		elf_end(e);

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Go's .gopclntab: for every function its entry, name, and pc-value tables
+ * (SP delta, file, line).  Go's own traceback and profiler use it, and it
+ * stays in binaries stripped with -ldflags='-s -w', which have neither
+ * .debug_frame nor a symbol table.  cprof uses it for three things when a Go
+ * module lacks the usual sources: unwind rules (translated once into
+ * .debug_frame-style CFI, see dframe_load), function names and file:line,
+ * and the goroutine/thread roots.  Go 1.18 and later (header magic
+ * 0xfffffff0 and 0xfffffff1), x86-64; the section must be .gopclntab (the
+ * default internal link; external links keep it there too).
+ */
+#ifndef CPROF_UNWIND_GOPCLNTAB_H
+#define CPROF_UNWIND_GOPCLNTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gopcln;
+
+struct gopcln_func {
+	uint64_t entry;		/* link-time address of the first instruction */
+	uint64_t end;		/* first address past the function */
+	const char *name;	/* owned by the table */
+	uint32_t off;		/* offset of its _func record (internal) */
+};
+
+/*
+ * Reads the .gopclntab section of the ELF file fd (a copy is kept; fd is not
+ * kept).  Returns 0 with *out set, -ENOENT when there is none, -ENOTSUP for a
+ * header this does not know, -ENOMEM, -EINVAL for a malformed table.
+ */
+int gopcln_open(struct gopcln **out, int fd);
+void gopcln_close(struct gopcln *p);
+
+/* Number of functions. */
+size_t gopcln_count(const struct gopcln *p);
+
+/* The i-th function (0..count-1), in address order.  Returns 0 or -EINVAL. */
+int gopcln_func_at(const struct gopcln *p, size_t i, struct gopcln_func *f);
+
+/* The function holding link-time address addr.  Returns 0 or -ENOENT. */
+int gopcln_find(const struct gopcln *p, uint64_t addr, struct gopcln_func *f);
+
+/*
+ * The source position of addr in f: *file (owned by the table) and *line.
+ * Returns 0 or -ENOENT.
+ */
+int gopcln_line(const struct gopcln *p, const struct gopcln_func *f, uint64_t addr,
+		const char **file, int *line);
+
+/*
+ * CFI for every function, in .debug_frame format (one CIE, one FDE per
+ * function; link-time addresses): the CFA is SP + the function's SP delta at
+ * each pc + 8, the return address just below it.  *buf is malloc'd.
+ * Returns 0 or -ENOMEM / -EINVAL.
+ */
+int gopcln_make_cfi(const struct gopcln *p, char **buf, size_t *len);
+
+#endif
