@@ -636,6 +636,7 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 		   size_t max, enum remote_end *end, uint64_t *fail_sp)
 {
 	enum roots_kind kind;
+	size_t start_frames = 0;	/* frames up to the last C thread start seen */
 	unw_cursor_t c;
 	unw_word_t ip;
 	size_t n = 0;
@@ -653,10 +654,13 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 	u->in_signal_ctx = false;
 	*fail_sp = 0;
 	put_frame(u, &frames[n++], snap_pc(s), true);
-	if (root_kind(u, snap_pc(s), true) == ROOTS_THREAD) {
+	kind = root_kind(u, snap_pc(s), true);
+	if (kind == ROOTS_THREAD) {
 		*end = REMOTE_END_COMPLETE;
 		goto out;
 	}
+	if (kind == ROOTS_START)
+		start_frames = n;
 	if (unw_init_remote(&c, u->as, u) < 0) {
 		if (u->missing_reg)
 			*end = REMOTE_END_NEED_REGS;
@@ -727,12 +731,22 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 		case ROOTS_CGO_SWITCH:
 			*end = REMOTE_END_GO_SWITCH;
 			goto out;
+		case ROOTS_START:
+			start_frames = n;
+			break;
 		case ROOTS_NONE:
 		case ROOTS_CGO_CALLER:
 			break;
 		}
 	}
 out:
+	/* A walk that failed above a C thread's start function reached the
+	 * start all the same; what it found past it is dropped. */
+	if (start_frames && *end != REMOTE_END_COMPLETE && *end != REMOTE_END_GO_SWITCH &&
+	    *end != REMOTE_END_MAX_FRAMES && *end != REMOTE_END_NEED_REGS) {
+		n = start_frames;
+		*end = REMOTE_END_COMPLETE;
+	}
 	u->snap = NULL;
 	u->stack_map = NULL;
 	u->in_signal_ctx = false;

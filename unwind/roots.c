@@ -3,9 +3,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "unwind/gopclntab.h"
 #include "unwind/roots.h"
@@ -24,12 +28,12 @@ static const struct {
 	const char *name;
 	enum roots_kind kind;
 } root_names[] = {
-	{ "_start", ROOTS_THREAD },
-	{ "clone", ROOTS_THREAD },
-	{ "__clone", ROOTS_THREAD },
-	{ "clone3", ROOTS_THREAD },
-	{ "__clone3", ROOTS_THREAD },
-	{ "start_thread", ROOTS_THREAD },
+	{ "_start", ROOTS_START },
+	{ "clone", ROOTS_START },
+	{ "__clone", ROOTS_START },
+	{ "clone3", ROOTS_START },
+	{ "__clone3", ROOTS_START },
+	{ "start_thread", ROOTS_START },
 	{ "runtime.goexit", ROOTS_THREAD },
 	{ "runtime.mstart", ROOTS_THREAD },
 	{ "runtime.rt0_go", ROOTS_THREAD },
@@ -130,12 +134,58 @@ static int scan_gopclntab(struct roots *r, const struct proc_module *m)
 	return ret;
 }
 
+/*
+ * Adds the roots in the symbol tables of type type (SHT_SYMTAB or
+ * SHT_DYNSYM) of the ELF file fd.  Returns how many tables there were, or
+ * -errno.
+ */
+static int scan_file(struct roots *r, int fd, uint64_t bias, unsigned type)
+{
+	Elf_Scn *scn = NULL;
+	int ret, tables = 0;
+	Elf *e;
+
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e)
+		return 0;
+	while (elf_kind(e) == ELF_K_ELF && (scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type)
+			continue;
+		ret = scan_symtab(r, e, scn, &sh, bias);
+		if (ret < 0) {
+			elf_end(e);
+			return ret;
+		}
+		tables++;
+	}
+	elf_end(e);
+	return tables;
+}
+
+/* The .symtab of m's separate debug file, found by build id. */
+static int scan_debug_file(struct roots *r, const struct proc_module *m)
+{
+	char path[PATH_MAX];
+	int fd, ret;
+
+	if (!m->build_id || strlen(m->build_id) < 3)
+		return 0;
+	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", m->build_id,
+		 m->build_id + 2);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ret = scan_file(r, fd, m->bias, SHT_SYMTAB);
+	close(fd);
+	return ret;
+}
+
 int roots_load(struct roots **out, const struct proc_module *m)
 {
 	struct roots *r;
-	Elf *e = NULL;
-	Elf_Scn *scn = NULL;
-	int ret = 0, pass;
+	int ret = 0;
 
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -143,40 +193,24 @@ int roots_load(struct roots **out, const struct proc_module *m)
 	if (m->fd < 0)
 		goto done;
 	elf_version(EV_CURRENT);
-	e = elf_begin(m->fd, ELF_C_READ_MMAP, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF)
-		goto done;
-	/* .symtab has everything .dynsym has; .dynsym only when stripped. */
-	for (pass = 0; pass < 2; pass++) {
-		int found = 0;
-
-		scn = NULL;
-		while ((scn = elf_nextscn(e, scn))) {
-			GElf_Shdr sh;
-
-			if (!gelf_getshdr(scn, &sh) ||
-			    sh.sh_type != (pass == 0 ? SHT_SYMTAB : SHT_DYNSYM))
-				continue;
-			ret = scan_symtab(r, e, scn, &sh, m->bias);
-			if (ret < 0)
-				goto err;
-			found += ret;
-			ret = 0;
-		}
-		if (found)
-			break;
+	/* .symtab has everything; a stripped library keeps only .dynsym, and
+	 * its private roots (start_thread, __clone3) are in its debug file;
+	 * a stripped Go binary has them in .gopclntab. */
+	ret = scan_file(r, m->fd, m->bias, SHT_SYMTAB);
+	if (ret == 0) {
+		ret = scan_debug_file(r, m);
+		if (ret >= 0)
+			ret = scan_file(r, m->fd, m->bias, SHT_DYNSYM);
 	}
-	if (!r->n && (ret = scan_gopclntab(r, m)) < 0)
-		goto err;
+	if (ret >= 0 && !r->n)
+		ret = scan_gopclntab(r, m);
+	if (ret < 0) {
+		roots_free(r);
+		return ret;
+	}
 done:
-	if (e)
-		elf_end(e);
 	*out = r;
 	return 0;
-err:
-	elf_end(e);
-	roots_free(r);
-	return ret;
 }
 
 void roots_free(struct roots *r)

@@ -18,7 +18,8 @@
 
 enum roots_kind {
 	ROOTS_NONE,
-	ROOTS_THREAD,	/* a thread or goroutine starts here */
+	ROOTS_THREAD,	/* a goroutine or Go thread starts here: nothing above */
+	ROOTS_START,	/* a C thread start (_start, clone...): CFI may go on */
 	ROOTS_SWITCH,	/* Go switched to the g0 stack here */
 	ROOTS_CGO_SWITCH, /* runtime.asmcgocall: C runs on g0, the goroutine waits */
 	ROOTS_CGO_CALLER, /* runtime.cgocall: not a root, where asmcgocall returns */
@@ -27,9 +28,9 @@ enum roots_kind {
 struct roots;
 
 /*
- * Reads m's root functions from its ELF symbol tables (.symtab, else
- * .dynsym).  A module without any gets an empty set.  Returns 0 with *out
- * set, or -errno.
+ * Reads m's root functions from its ELF symbol tables (.symtab, else its
+ * build-id debug file's and .dynsym, else Go's .gopclntab).  A module
+ * without any gets an empty set.  Returns 0 with *out set, or -errno.
  */
 int roots_load(struct roots **out, const struct proc_module *m);
 void roots_free(struct roots *r);
