@@ -17,9 +17,11 @@
 
 void proc_maps_free(struct proc_maps *m)
 {
-	if (m == NULL)
+	size_t i;
+
+	if (!m)
 		return;
-	for (size_t i = 0; i < m->n; i++)
+	for (i = 0; i < m->n; i++)
 		free(m->v[i].path);
 	free(m->v);
 	m->v = NULL;
@@ -97,6 +99,7 @@ static void skip_spaces(const char **p, const char *end)
  */
 static int parse_line(const char *s, const char *end, struct proc_map *m)
 {
+	size_t len, slen = sizeof(DELETED_SUFFIX) - 1;
 	uint64_t major, minor;
 	int ret;
 
@@ -136,15 +139,13 @@ static int parse_line(const char *s, const char *end, struct proc_map *m)
 		return ret;
 	skip_spaces(&s, end);
 
-	size_t len = (size_t)(end - s);
-	size_t slen = sizeof(DELETED_SUFFIX) - 1;
-
+	len = (size_t)(end - s);
 	if (len >= slen && memcmp(end - slen, DELETED_SUFFIX, slen) == 0) {
 		m->deleted = true;
 		len -= slen;
 	}
 	m->path = strndup(s, len);
-	if (m->path == NULL)
+	if (!m->path)
 		return -ENOMEM;
 	return 0;
 }
@@ -167,7 +168,7 @@ int proc_maps_parse(const char *text, size_t len, struct proc_maps *out)
 
 	while (p < end) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *line_end = nl != NULL ? nl : end;
+		const char *line_end = nl ? nl : end;
 
 		if (line_end == p) {
 			p = line_end + 1;
@@ -177,7 +178,7 @@ int proc_maps_parse(const char *text, size_t len, struct proc_maps *out)
 			size_t ncap = cap != 0 ? cap * 2 : 64;
 			struct proc_map *v = realloc(m.v, ncap * sizeof(*v));
 
-			if (v == NULL) {
+			if (!v) {
 				ret = -ENOMEM;
 				goto free_maps;
 			}
@@ -210,6 +211,7 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 	char path[64];
 	char *buf = NULL;
 	size_t len = 0, cap = 0;
+	ssize_t r;
 	int fd, ret;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
@@ -228,15 +230,14 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 			size_t ncap = cap != 0 ? cap * 2 : 16384;
 			char *nbuf = realloc(buf, ncap);
 
-			if (nbuf == NULL) {
+			if (!nbuf) {
 				ret = -ENOMEM;
 				goto free_buf;
 			}
 			buf = nbuf;
 			cap = ncap;
 		}
-		ssize_t r = read(fd, buf + len, cap - len);
-
+		r = read(fd, buf + len, cap - len);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -264,7 +265,7 @@ const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr)
 {
 	size_t lo = 0, hi;
 
-	if (m == NULL || m->n == 0)
+	if (!m || m->n == 0)
 		return NULL;
 	hi = m->n;
 	/* Find the last mapping whose start is <= addr. */

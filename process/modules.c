@@ -62,7 +62,7 @@ int proc_modules_create(struct proc_modules **out, pid_t pid)
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -ENOSYS;
 	t = calloc(1, sizeof(*t));
-	if (t == NULL)
+	if (!t)
 		return -ENOMEM;
 	t->pid = pid;
 	*out = t;
@@ -71,9 +71,11 @@ int proc_modules_create(struct proc_modules **out, pid_t pid)
 
 void proc_modules_destroy(struct proc_modules *t)
 {
-	if (t == NULL)
+	size_t i;
+
+	if (!t)
 		return;
-	for (size_t i = 0; i < t->n; i++) {
+	for (i = 0; i < t->n; i++) {
 		struct mod_entry *e = t->mods[i];
 
 		if (e->pub.fd >= 0)
@@ -121,6 +123,7 @@ static char *build_id_from_notes(Elf_Data *data)
 	static const char hex[] = "0123456789abcdef";
 	size_t off = 0, next, name_off, desc_off;
 	GElf_Nhdr nhdr;
+	size_t i;
 
 	while (off < data->d_size &&
 	       (next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
@@ -133,9 +136,9 @@ static char *build_id_from_notes(Elf_Data *data)
 				(const unsigned char *)data->d_buf + desc_off;
 			char *s = malloc(nhdr.n_descsz * 2 + 1);
 
-			if (s == NULL)
+			if (!s)
 				return NULL;
-			for (size_t i = 0; i < nhdr.n_descsz; i++) {
+			for (i = 0; i < nhdr.n_descsz; i++) {
 				s[2 * i] = hex[d[i] >> 4];
 				s[2 * i + 1] = hex[d[i] & 15];
 			}
@@ -188,18 +191,19 @@ static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
 	GElf_Ehdr ehdr;
 	size_t phnum;
 	Elf *elf;
+	size_t i;
 
 	elf = elf_begin(mod->fd, ELF_C_READ_MMAP, NULL);
-	if (elf == NULL)
+	if (!elf)
 		return;
-	if (elf_kind(elf) != ELF_K_ELF || gelf_getehdr(elf, &ehdr) == NULL ||
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
 	    elf_getphdrnum(elf, &phnum) != 0)
 		goto end_elf;
 
-	for (size_t i = 0; i < phnum; i++) {
+	for (i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(elf, (int)i, &ph) == NULL)
+		if (!gelf_getphdr(elf, (int)i, &ph))
 			break;
 		if (ph.p_type == PT_LOAD && !have_load) {
 			/*
@@ -223,9 +227,9 @@ static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
 							   ph.p_align == 8 ? ELF_T_NHDR8
 									   : ELF_T_NHDR);
 
-			if (d != NULL && !mod->build_id)
+			if (d && !mod->build_id)
 				mod->build_id = build_id_from_notes(d);
-			if (d != NULL && !mod->go_build_id)
+			if (d && !mod->go_build_id)
 				mod->go_build_id = go_build_id_from_notes(d);
 		}
 	}
@@ -240,10 +244,10 @@ static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
 		mod->base = x_bias + first_rel;
 	}
 
-	for (size_t i = 0; i < phnum; i++) {
+	for (i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 
-		if (gelf_getphdr(elf, (int)i, &ph) == NULL)
+		if (!gelf_getphdr(elf, (int)i, &ph))
 			break;
 		if (ph.p_type == PT_GNU_EH_FRAME) {
 			mod->eh_frame_hdr = mod->bias + ph.p_vaddr;
@@ -253,17 +257,17 @@ static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
 	}
 
 	/* Objects without PT_NOTE (rare, hand-made): look at the sections. */
-	if (mod->build_id == NULL) {
+	if (!mod->build_id) {
 		Elf_Scn *scn = NULL;
 
-		while ((scn = elf_nextscn(elf, scn)) != NULL && mod->build_id == NULL) {
+		while ((scn = elf_nextscn(elf, scn)) && !mod->build_id) {
 			GElf_Shdr sh;
 			Elf_Data *d;
 
-			if (gelf_getshdr(scn, &sh) == NULL || sh.sh_type != SHT_NOTE)
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
 				continue;
 			d = elf_getdata(scn, NULL);
-			if (d != NULL &&
+			if (d &&
 			    (d->d_type == ELF_T_NHDR || d->d_type == ELF_T_NHDR8))
 				mod->build_id = build_id_from_notes(d);
 		}
@@ -277,6 +281,9 @@ end_elf:
 static int copy_vdso(pid_t pid, const struct proc_map *m)
 {
 	size_t len = (size_t)(m->end - m->start);
+#ifdef HAVE_PROCESS_VM_READV
+	struct iovec local, remote = { (void *)(uintptr_t)m->start, len };
+#endif
 	void *buf;
 	ssize_t got = -1;
 	int fd = -1;
@@ -284,13 +291,11 @@ static int copy_vdso(pid_t pid, const struct proc_map *m)
 	if (len == 0 || len > VDSO_MAX)
 		return -EINVAL;
 	buf = malloc(len);
-	if (buf == NULL)
+	if (!buf)
 		return -ENOMEM;
 
 #ifdef HAVE_PROCESS_VM_READV
-	struct iovec local = { buf, len };
-	struct iovec remote = { (void *)(uintptr_t)m->start, len };
-
+	local = (struct iovec){ buf, len };
 	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
 #endif
 	if (got != (ssize_t)len) {
@@ -362,7 +367,7 @@ static int open_module_file(pid_t pid, const struct proc_map *m, char **open_pat
 			    st_fd.st_ino == st_path.st_ino) {
 				char *plain = strdup(m->path);
 
-				if (plain != NULL) {
+				if (plain) {
 					free(root_path);
 					root_path = plain;
 				}
@@ -408,16 +413,16 @@ static int add_module(struct proc_modules *t, const struct candidate *c,
 		size_t ncap = t->cap != 0 ? t->cap * 2 : 32;
 		struct mod_entry **v = realloc(t->mods, ncap * sizeof(*v));
 
-		if (v == NULL)
+		if (!v)
 			return -ENOMEM;
 		t->mods = v;
 		t->cap = ncap;
 	}
 	e = calloc(1, sizeof(*e));
-	if (e == NULL)
+	if (!e)
 		return -ENOMEM;
 	e->pub.path = strdup(m->path);
-	if (e->pub.path == NULL)
+	if (!e->pub.path)
 		goto free_entry;
 	e->inode = m->inode;
 	e->dev_major = m->dev_major;
@@ -437,19 +442,19 @@ static int add_module(struct proc_modules *t, const struct candidate *c,
 		e->pub.fd = copy_vdso(t->pid, m);
 		if (e->pub.fd >= 0) {
 			e->pub.open_path = strdup("[vdso]");
-			if (e->pub.open_path == NULL)
+			if (!e->pub.open_path)
 				goto close_fd;
 		}
 	} else {
 		e->pub.fd = open_module_file(t->pid, m, &e->pub.open_path);
 		if (e->pub.fd == -ENOMEM)
 			goto free_path;
-		if (exe != NULL && m->inode != 0 &&
+		if (exe && m->inode != 0 &&
 		    (uint64_t)exe->st_ino == m->inode &&
 		    (major(exe->st_dev) == m->dev_major &&
 		     minor(exe->st_dev) == m->dev_minor))
 			e->pub.is_main = true;
-		else if (exe_path != NULL && strcmp(exe_path, m->path) == 0)
+		else if (exe_path && strcmp(exe_path, m->path) == 0)
 			e->pub.is_main = true;
 	}
 	if (e->pub.fd < 0)
@@ -491,12 +496,12 @@ static int rebuild_index(struct proc_modules *t, const struct proc_maps *maps,
 			 const struct candidate *cands, size_t ncands)
 {
 	struct index_entry *idx;
-	size_t n = 0;
+	size_t n = 0, i, k;
 
 	idx = malloc((maps->n != 0 ? maps->n : 1) * sizeof(*idx));
-	if (idx == NULL)
+	if (!idx)
 		return -ENOMEM;
-	for (size_t i = 0; i < maps->n; i++) {
+	for (i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
 		const struct proc_map *b;
 		uint64_t base;
@@ -504,10 +509,10 @@ static int rebuild_index(struct proc_modules *t, const struct proc_maps *maps,
 		if (!wanted(m))
 			continue;
 		b = is_vdso(m) ? m : find_base(maps, i);
-		base = b != NULL ? b->start : m->start - m->offset;
-		for (size_t k = 0; k < ncands; k++) {
+		base = b ? b->start : m->start - m->offset;
+		for (k = 0; k < ncands; k++) {
 			if (cands[k].base == base && same_file(cands[k].first_x, m) &&
-			    cands[k].mod != NULL) {
+			    cands[k].mod) {
 				idx[n].start = m->start;
 				idx[n].end = m->end;
 				idx[n].mod = cands[k].mod;
@@ -526,7 +531,9 @@ static int rebuild_index(struct proc_modules *t, const struct proc_maps *maps,
 static struct mod_entry *find_entry(struct proc_modules *t, const struct proc_map *m,
 				    uint64_t base)
 {
-	for (size_t i = t->n; i-- > 0;) {
+	size_t i;
+
+	for (i = t->n; i-- > 0;) {
 		struct mod_entry *e = t->mods[i];
 
 		if (e->pub.base == base && e->inode == m->inode &&
@@ -541,8 +548,9 @@ static struct mod_entry *find_entry(struct proc_modules *t, const struct proc_ma
 static const struct proc_map *find_base(const struct proc_maps *maps, size_t i)
 {
 	const struct proc_map *m = &maps->v[i];
+	size_t j;
 
-	for (size_t j = i + 1; j-- > 0;) {
+	for (j = i + 1; j-- > 0;) {
 		const struct proc_map *b = &maps->v[j];
 
 		if (b->offset == 0 && same_file(b, m) && b->start <= m->start &&
@@ -550,7 +558,7 @@ static const struct proc_map *find_base(const struct proc_maps *maps, size_t i)
 			return b;
 	}
 	/* Loaders may leave a gap (or a different layout): accept any offset-0 one. */
-	for (size_t j = i + 1; j-- > 0;) {
+	for (j = i + 1; j-- > 0;) {
 		const struct proc_map *b = &maps->v[j];
 
 		if (b->offset == 0 && same_file(b, m))
@@ -570,13 +578,14 @@ int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
 	char path[64];
 	ssize_t r;
 	int added = 0, ret;
+	size_t i, k;
 
 	cands = calloc(maps->n != 0 ? maps->n : 1, sizeof(*cands));
-	if (cands == NULL)
+	if (!cands)
 		return -ENOMEM;
 
 	/* Group executable mappings into file instances, keyed by their base. */
-	for (size_t i = 0; i < maps->n; i++) {
+	for (i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
 		const struct proc_map *b;
 		struct candidate *c = NULL;
@@ -586,15 +595,15 @@ int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
 		if (!wanted(m))
 			continue;
 		b = is_vdso(m) ? m : find_base(maps, i);
-		have_base = b != NULL;
-		base = b != NULL ? b->start : m->start - m->offset;
-		for (size_t k = 0; k < ncands; k++) {
+		have_base = b;
+		base = b ? b->start : m->start - m->offset;
+		for (k = 0; k < ncands; k++) {
 			if (cands[k].base == base && same_file(cands[k].first_x, m)) {
 				c = &cands[k];
 				break;
 			}
 		}
-		if (c == NULL) {
+		if (!c) {
 			c = &cands[ncands++];
 			c->first_x = m;
 			c->base = base;
@@ -617,14 +626,14 @@ int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
 		exe_path = exe_buf;
 	}
 
-	for (size_t i = 0; i < t->n; i++)
+	for (i = 0; i < t->n; i++)
 		t->mods[i]->pub.mapped = false;
 
-	for (size_t k = 0; k < ncands; k++) {
+	for (k = 0; k < ncands; k++) {
 		struct candidate *c = &cands[k];
 		struct mod_entry *e = find_entry(t, c->first_x, c->base);
 
-		if (e != NULL) {
+		if (e) {
 			/* Same file at the same place: the same module again. */
 			c->mod = &e->pub;
 			e->pub.mapped = true;
@@ -654,7 +663,9 @@ free_cands:
 
 void proc_modules_unmap_all(struct proc_modules *t)
 {
-	for (size_t i = 0; i < t->n; i++)
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
 		t->mods[i]->pub.mapped = false;
 	t->nindex = 0;
 }
