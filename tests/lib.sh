@@ -391,6 +391,34 @@ expect_summary() {
 	SUMMARY_THREADS=$(sed -E 's/.*from ([0-9]+) threads.*/\1/' "$CPROF_STDERR")
 }
 
+# ---- cprof serve ---------------------------------------------------------
+
+serve_started() { grep -q '^cprof: serving pid ' "$CPROF_STDERR"; }
+
+# start_serve ARGS...: cprof serve ARGS in the background (start_cprof) on a
+# free loopback port; sets PORT and BASE (http://127.0.0.1:PORT).
+start_serve() {
+	local port
+	start_cprof serve --listen 127.0.0.1:0 "$@"
+	wait_until 10 serve_started || fail "cprof serve printed no address line: $(cat "$CPROF_STDERR")"
+	port=$(sed -n 's#^cprof: serving pid [0-9]* on http://127\.0\.0\.1:\([0-9]*\)/debug/pprof/$#\1#p' "$CPROF_STDERR")
+	[ -n "$port" ] || fail "no port in the address line: $(cat "$CPROF_STDERR")"
+	BASE="http://127.0.0.1:$port"
+	PORT=$port
+}
+
+# fetch NAME PATH [CURL ARGS...]: GET $BASE/PATH into $TMP/NAME, its headers
+# into $TMP/NAME.h; prints the status code ("curl-failed" when there is none).
+fetch() {
+	local name=$1 path=$2
+	shift 2
+	curl -sS --max-time 120 -o "$TMP/$name" -D "$TMP/$name.h" -w '%{http_code}' "$@" "$BASE$path" ||
+		echo "curl-failed"
+}
+
+# not_traced PID: no thread of PID has a tracer.
+not_traced() { [ "$(tracer_pid "$1")" = 0 ] && ! task_tracers "$1" | has -v '^0$'; }
+
 # ---- ptrace --------------------------------------------------------------
 
 # require_ptrace: skip (77) only when attaching with ptrace is impossible
