@@ -325,12 +325,66 @@ static int cmp_row(const void *a, const void *b)
 	return cmp_key(x, y);
 }
 
+/* Counts sample s (index i, value v) into the nodes of its frames. */
+static int add_sample(struct builder *b, const struct prof_rd_sample *s, size_t i, int64_t v)
+{
+	const struct loc_slot *ls;
+	struct rpt_node *n;
+	size_t j, k;
+	int ret;
+
+	for (j = 0; j < s->n_locations; j++) {
+		ret = loc_nodes_of(b, s->locations[j], &ls);
+		if (ret < 0)
+			return ret;
+		/* The leaf's innermost frame is where the time went. */
+		if (j == 0 && ls->count) {
+			n = &b->nodes[b->loc_nodes[ls->start]];
+			n->row.flat = cprof_add_wrap(n->row.flat, v);
+		}
+		for (k = 0; k < ls->count; k++) {
+			n = &b->nodes[b->loc_nodes[ls->start + k]];
+			/* How it was called: inlined into the next frame of
+			 * its location, or from the next location. */
+			if (k + 1 < ls->count)
+				n->inline_in = true;
+			else if (j + 1 < s->n_locations)
+				n->call_in = true;
+			/* Recursion and inlining put a node on a stack more
+			 * than once; its cum counts the sample once. */
+			if (n->stamp != i + 1) {
+				n->stamp = i + 1;
+				n->row.cum = cprof_add_wrap(n->row.cum, v);
+			}
+		}
+	}
+	return 0;
+}
+
+/* The nodes as the report's rows, in pprof's order. */
+static int make_rows(struct builder *b)
+{
+	struct prof_rpt *r = &b->o->pub;
+	size_t i;
+
+	r->rows = calloc(b->n_nodes ? b->n_nodes : 1, sizeof(*r->rows));
+	if (!r->rows)
+		return -ENOMEM;
+	for (i = 0; i < b->n_nodes; i++) {
+		r->rows[i] = b->nodes[i].row;
+		r->rows[i].inlined = b->nodes[i].inline_in && !b->nodes[i].call_in;
+		r->rows[i].partly_inlined = b->nodes[i].inline_in && b->nodes[i].call_in;
+	}
+	r->n_rows = b->n_nodes;
+	qsort(r->rows, r->n_rows, sizeof(*r->rows), cmp_row);
+	return 0;
+}
+
 int prof_rpt_build(const struct prof_rd_profile *p, size_t type, enum prof_rpt_by by,
 		   struct prof_rpt **out)
 {
 	struct builder b;
-	const struct loc_slot *ls;
-	size_t i, j, k;
+	size_t i;
 	int ret = 0;
 
 	*out = NULL;
@@ -343,56 +397,18 @@ int prof_rpt_build(const struct prof_rd_profile *p, size_t type, enum prof_rpt_b
 		return -ENOMEM;
 	b.o->pub.by = by;
 	b.o->pub.type = type;
-	for (i = 0; i < p->n_samples; i++) {
-		const struct prof_rd_sample *s = &p->samples[i];
-		int64_t v = s->values[type];
+	for (i = 0; !ret && i < p->n_samples; i++) {
+		int64_t v = p->samples[i].values[type];
 
 		b.o->pub.total = cprof_add_wrap(b.o->pub.total, v);
-		for (j = 0; j < s->n_locations; j++) {
-			ret = loc_nodes_of(&b, s->locations[j], &ls);
-			if (ret < 0)
-				goto out;
-			/* The leaf's innermost frame is where the time went. */
-			if (j == 0 && ls->count)
-				{
-				int64_t *flat = &b.nodes[b.loc_nodes[ls->start]].row.flat;
-
-				*flat = cprof_add_wrap(*flat, v);
-			}
-			for (k = 0; k < ls->count; k++) {
-				struct rpt_node *n = &b.nodes[b.loc_nodes[ls->start + k]];
-
-				/* How it was called: inlined into the next frame of
-				 * its location, or from the next location. */
-				if (k + 1 < ls->count)
-					n->inline_in = true;
-				else if (j + 1 < s->n_locations)
-					n->call_in = true;
-
-				/* Recursion and inlining put a node on a stack
-				 * more than once; its cum counts the sample once. */
-				if (n->stamp != i + 1) {
-					n->stamp = i + 1;
-					n->row.cum = cprof_add_wrap(n->row.cum, v);
-				}
-			}
-		}
+		ret = add_sample(&b, &p->samples[i], i, v);
 	}
-	b.o->pub.rows = calloc(b.n_nodes ? b.n_nodes : 1, sizeof(*b.o->pub.rows));
-	if (!b.o->pub.rows) {
-		ret = -ENOMEM;
-		goto out;
+	if (!ret)
+		ret = make_rows(&b);
+	if (!ret) {
+		*out = &b.o->pub;
+		b.o = NULL;
 	}
-	for (i = 0; i < b.n_nodes; i++) {
-		b.o->pub.rows[i] = b.nodes[i].row;
-		b.o->pub.rows[i].inlined = b.nodes[i].inline_in && !b.nodes[i].call_in;
-		b.o->pub.rows[i].partly_inlined = b.nodes[i].inline_in && b.nodes[i].call_in;
-	}
-	b.o->pub.n_rows = b.n_nodes;
-	qsort(b.o->pub.rows, b.n_nodes, sizeof(*b.o->pub.rows), cmp_row);
-	*out = &b.o->pub;
-	b.o = NULL;
-out:
 	prof_rpt_free(b.o ? &b.o->pub : NULL);
 	free(b.nodes);
 	cprof_htab_free(&b.node_index);
@@ -482,13 +498,36 @@ static const struct prof_rpt_row **sorted_by_key(const struct prof_rpt *r)
 	return v;
 }
 
+/* Row r of the diff from x in base and y in new (either NULL when absent). */
+static void diff_row(struct prof_diff_row *r, const struct prof_rpt_row *x,
+		     const struct prof_rpt *base, const struct prof_rpt_row *y,
+		     const struct prof_rpt *new_rpt)
+{
+	r->name = (x ? x : y)->name;
+	r->file = (x ? x : y)->file;
+	r->line = (x ? x : y)->line;
+	r->in_base = x != NULL;
+	r->in_new = y != NULL;
+	if (x) {
+		r->base_flat = share(x->flat, base->total);
+		r->base_cum = share(x->cum, base->total);
+	}
+	if (y) {
+		r->new_flat = share(y->flat, new_rpt->total);
+		r->new_cum = share(y->cum, new_rpt->total);
+	}
+	r->d_flat = r->new_flat - r->base_flat;
+	r->d_cum = r->new_cum - r->base_cum;
+}
+
 int prof_diff_build(const struct prof_rpt *base, const struct prof_rpt *new_rpt,
 		    struct prof_diff **out)
 {
 	const struct prof_rpt_row **a = NULL, **b = NULL;
+	row_cmp_fn cmp = key_cmp(base->by);
 	struct prof_diff *d = NULL;
 	size_t i = 0, j = 0;
-	int ret = 0;
+	int ret = 0, c;
 
 	*out = NULL;
 	if (base->by != new_rpt->by)
@@ -502,36 +541,14 @@ int prof_diff_build(const struct prof_rpt *base, const struct prof_rpt *new_rpt,
 		ret = -ENOMEM;
 		goto out;
 	}
+	/* a merge of the two reports' rows, both sorted by key */
 	while (i < base->n_rows || j < new_rpt->n_rows) {
 		struct prof_diff_row *r = &d->rows[d->n_rows++];
-		const struct prof_rpt_row *x = NULL, *y = NULL;
-		int c;
 
-		if (i == base->n_rows)
-			c = 1;
-		else if (j == new_rpt->n_rows)
-			c = -1;
-		else
-			c = key_cmp(base->by)(a[i], b[j]);
-		if (c <= 0)
-			x = a[i++];
-		if (c >= 0)
-			y = b[j++];
-		r->name = (x ? x : y)->name;
-		r->file = (x ? x : y)->file;
-		r->line = (x ? x : y)->line;
-		r->in_base = x != NULL;
-		r->in_new = y != NULL;
-		if (x) {
-			r->base_flat = share(x->flat, base->total);
-			r->base_cum = share(x->cum, base->total);
-		}
-		if (y) {
-			r->new_flat = share(y->flat, new_rpt->total);
-			r->new_cum = share(y->cum, new_rpt->total);
-		}
-		r->d_flat = r->new_flat - r->base_flat;
-		r->d_cum = r->new_cum - r->base_cum;
+		c = i == base->n_rows ? 1 : j == new_rpt->n_rows ? -1 : cmp(a[i], b[j]);
+		diff_row(r, c <= 0 ? a[i] : NULL, base, c >= 0 ? b[j] : NULL, new_rpt);
+		i += c <= 0;
+		j += c >= 0;
 		if (r->d_cum > d->max_growth)
 			d->max_growth = r->d_cum;
 	}
