@@ -650,7 +650,7 @@ static void report_progress(struct sampler *s, uint64_t start, uint64_t cpu0, ui
 {
 	s->stats.elapsed_ns = now - start;
 	s->stats.cprof_cpu_ns = thread_cpu_ns() - cpu0;
-	s->stats.tracer = *tracer_get_stats(s->tracer);
+	tracer_stats_now(s->tracer, &s->stats.tracer);
 	s->o.progress(&s->stats, s->o.progress_arg);
 }
 

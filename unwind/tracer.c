@@ -90,18 +90,24 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid)
 	return th;
 }
 
-static void fold_fraction(struct tracer *t, const struct tracer_thread *th)
+static void fold_fraction_into(struct tracer_stats *st, uint64_t floor_ns,
+			       const struct tracer_thread *th, uint64_t now)
 {
-	uint64_t lived = cprof_now_ns() - th->appeared_ns;
+	uint64_t lived = now - th->appeared_ns;
 	double f;
 
-	if (lived < t->fraction_floor_ns || lived == 0)
+	if (lived < floor_ns || lived == 0)
 		return;
 	f = (double)th->stopped_ns / (double)lived;
-	if (f > t->stats.stopped_fraction_max)
-		t->stats.stopped_fraction_max = f;
-	t->stats.stopped_fraction_sum += f;
-	t->stats.stopped_fraction_threads++;
+	if (f > st->stopped_fraction_max)
+		st->stopped_fraction_max = f;
+	st->stopped_fraction_sum += f;
+	st->stopped_fraction_threads++;
+}
+
+static void fold_fraction(struct tracer *t, const struct tracer_thread *th)
+{
+	fold_fraction_into(&t->stats, t->fraction_floor_ns, th, cprof_now_ns());
 }
 
 static void remove_thread(struct tracer *t, size_t i)
@@ -682,6 +688,16 @@ size_t tracer_pending_count(const struct tracer *t)
 const struct tracer_stats *tracer_get_stats(const struct tracer *t)
 {
 	return &t->stats;
+}
+
+void tracer_stats_now(const struct tracer *t, struct tracer_stats *out)
+{
+	uint64_t now = cprof_now_ns();
+	size_t i;
+
+	*out = t->stats;
+	for (i = 0; i < t->n_threads; i++)
+		fold_fraction_into(out, t->fraction_floor_ns, t->threads[i], now);
 }
 
 struct procfs_fdcache *tracer_fds(struct tracer *t)

@@ -161,6 +161,10 @@ size_t tracer_pending_count(const struct tracer *t);
 
 const struct tracer_stats *tracer_get_stats(const struct tracer *t);
 
+/* The statistics as tracer_release would give them now: the stopped
+ * fractions of the threads still traced folded in as well. */
+void tracer_stats_now(const struct tracer *t, struct tracer_stats *out);
+
 /* The cache of the traced threads' /proc files (their tracer_thread.task):
  * the files of thousands of threads cannot all stay open. */
 struct procfs_fdcache *tracer_fds(struct tracer *t);
