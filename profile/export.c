@@ -54,15 +54,27 @@ static bool loc_eq(const struct exporter *x, uint32_t index, const struct loc_en
 #define HTAB_COMPARE loc_eq
 #include "lib/htab-type.h"
 
+/*
+ * Marks the modules the stack's frames are in, and symbolizes those frames
+ * (the symbolizer caches them for the samples), so that each mapping says
+ * truthfully what its locations carry.  Only out of memory fails.
+ */
 static int mark_modules(uint32_t thread, const struct prof_frame *f, size_t n,
 			const int64_t *values, void *arg)
 {
 	struct exporter *x = arg;
-	size_t i;
+	const struct sym_frame *sf;
+	size_t i, nf;
 
-	for (i = 0; i < n; i++)
-		if (f[i].module && f[i].module < x->n_modules)
-			x->module_used[f[i].module] = true;
+	for (i = 0; i < n; i++) {
+		if (!f[i].module || f[i].module >= x->n_modules)
+			continue;
+		x->module_used[f[i].module] = true;
+		if (x->sym && f[i].addr && !(f[i].flags & PROF_FRAME_TRUNCATED) &&
+		    sym_lookup(x->sym, proc_modules_get(x->mods, f[i].module), f[i].addr,
+			       !(f[i].flags & PROF_FRAME_EXACT), &sf, &nf) == -ENOMEM)
+			return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -78,9 +90,11 @@ static int add_mapping(struct exporter *x, const struct proc_module *m)
 	};
 	bool lines = x->sym && sym_module_has_lines(x->sym, m);
 
-	/* Every location of a module carries what symbolize/ found, so pprof
-	 * must not try to re-symbolize it from the (possibly absent) file. */
-	pm.has_functions = true;
+	/* The locations of a module carry what symbolize/ found, so pprof
+	 * must not re-symbolize them from the (possibly absent) file; unless
+	 * nothing was found (no symbols here, debuginfo not downloaded in
+	 * time): then a reader may, from the build id. */
+	pm.has_functions = x->sym && sym_module_has_functions(x->sym, m);
 	pm.has_filenames = lines;
 	pm.has_line_numbers = lines;
 	pm.has_inline_frames = lines;

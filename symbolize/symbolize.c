@@ -39,6 +39,7 @@ struct mod_state {
 	Dwarf_Addr dm_bias;	/* libdwfl's bias; 0 for ET_EXEC */
 	const char *build_id;	/* interned, the cache key */
 	bool tried;		/* reported (or failed to) */
+	bool has_functions;	/* some address was named */
 	bool has_lines;
 	bool cus_built;		/* cus was tried */
 	struct cu_index *cus;	/* CUs by their own ranges, for DWARF without aranges */
@@ -857,6 +858,7 @@ int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr
 	ref = cache_index_find(&ctx->cache_index, ctx, &key, &hash);
 	if (ref) {
 		e = &ctx->cache[ref - 1];
+		st->has_functions |= e->n > 0;
 		st->has_lines |= e->has_lines;
 		*frames = e->frames;
 		*n = e->n;
@@ -872,6 +874,7 @@ int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr
 	e->frames = found;
 	e->n = count;
 	e->has_lines = has_lines;
+	st->has_functions |= count > 0;
 	st->has_lines |= has_lines;
 	*frames = found;
 	*n = count;
@@ -883,4 +886,11 @@ bool sym_module_has_lines(struct sym_ctx *ctx, const struct proc_module *mod)
 	if (!ctx || !mod || !mod->id || mod->id > ctx->nmods)
 		return false;
 	return ctx->mods[mod->id - 1].has_lines;
+}
+
+bool sym_module_has_functions(struct sym_ctx *ctx, const struct proc_module *mod)
+{
+	if (!ctx || !mod || !mod->id || mod->id > ctx->nmods)
+		return false;
+	return ctx->mods[mod->id - 1].has_functions;
 }

@@ -67,4 +67,9 @@ int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr
  * Valid after at least one sym_lookup in mod. */
 bool sym_module_has_lines(struct sym_ctx *ctx, const struct proc_module *mod);
 
+/* Whether some address of mod was named (a symbol or DWARF); a module with
+ * none is one a reader may symbolize later, from its build id.  Valid after
+ * the lookups. */
+bool sym_module_has_functions(struct sym_ctx *ctx, const struct proc_module *mod);
+
 #endif
