@@ -44,13 +44,13 @@ static double change_of(const struct diff_paint *d, uint32_t n)
 /* The child of BASE's node b named like NEW's node n, or NO_MATCH. */
 static uint32_t base_child(const struct diff_paint *d, uint32_t b, uint32_t n)
 {
-	const char *name = d->cur->names[d->cur->nodes[n].name];
+	const char *name = d->cur->names.strs[d->cur->nodes[n].name];
 	uint32_t c;
 
 	if (b == NO_MATCH)
 		return NO_MATCH;
 	for (c = d->base->nodes[b].child; c; c = d->base->nodes[c].sibling)
-		if (strcmp(d->base->names[d->base->nodes[c].name], name) == 0)
+		if (strcmp(d->base->names.strs[d->base->nodes[c].name], name) == 0)
 			return c;
 	return NO_MATCH;
 }
@@ -129,7 +129,7 @@ static int cmp_gone_share(const void *a, const void *b)
  */
 static long gone_functions(const struct diff_paint *d, struct gone **out)
 {
-	char **names = malloc((d->cur->n_names ? d->cur->n_names : 1) * sizeof(*names));
+	char **names = malloc((d->cur->names.n ? d->cur->names.n : 1) * sizeof(*names));
 	struct gone *g = calloc(d->base->n_nodes ? d->base->n_nodes : 1, sizeof(*g));
 	size_t i, n = 0, k = 0;
 
@@ -138,12 +138,12 @@ static long gone_functions(const struct diff_paint *d, struct gone **out)
 		free(g);
 		return -ENOMEM;
 	}
-	memcpy(names, d->cur->names, d->cur->n_names * sizeof(*names));
-	qsort(names, d->cur->n_names, sizeof(*names), cmp_str);
+	memcpy(names, d->cur->names.strs, d->cur->names.n * sizeof(*names));
+	qsort(names, d->cur->names.n, sizeof(*names), cmp_str);
 	for (i = 1; i < d->base->n_nodes; i++) {
-		const char *name = d->base->names[d->base->nodes[i].name];
+		const char *name = d->base->names.strs[d->base->nodes[i].name];
 
-		if (!bsearch(&name, names, d->cur->n_names, sizeof(*names), cmp_str))
+		if (!bsearch(&name, names, d->cur->names.n, sizeof(*names), cmp_str))
 			g[n++] = (struct gone){ name, share(d->base, (uint32_t)i) };
 	}
 	free(names);

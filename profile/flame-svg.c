@@ -133,7 +133,7 @@ static const char svg_script[] =
 static void put_frame(FILE *f, const struct flame *fl, uint32_t n, double x, double w,
 		      double y, int64_t total, const struct flame_paint *paint)
 {
-	const char *name = fl->names[fl->nodes[n].name];
+	const char *name = fl->names.strs[fl->nodes[n].name];
 	double pct = 100.0 * (double)fl->nodes[n].total / (double)total;
 
 	fputs("<g class=\"f\"><title>", f);

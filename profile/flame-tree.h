@@ -13,6 +13,7 @@
 #include <stdio.h>
 
 #include "lib/htab.h"
+#include "profile/strtab.h"
 #include "profile/reader.h"
 
 #define FLAME_NONE 0u	/* no child / no sibling: the root is nobody's child */
@@ -29,9 +30,7 @@ struct flame_node {
 };
 
 struct flame {
-	char **names;		/* sanitized, owned */
-	size_t n_names, cap_names;
-	struct cprof_htab name_index;
+	struct prof_strtab names;	/* frame names, sanitized: names.strs[i] */
 	struct flame_node *nodes;
 	size_t n_nodes, cap_nodes;
 	struct cprof_htab node_index;	/* (parent, name) -> node */

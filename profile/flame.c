@@ -22,24 +22,6 @@
 #include "profile/flame.h"
 
 
-/* A name being interned: len bytes, not NUL-terminated. */
-struct name_key {
-	const char *s;
-	size_t len;
-};
-
-static bool name_eq(const struct flame *fl, uint32_t i, const struct name_key *k)
-{
-	return strncmp(fl->names[i], k->s, k->len) == 0 && fl->names[i][k->len] == '\0';
-}
-
-#define HTAB_NAME name_index
-#define HTAB_CTX struct flame
-#define HTAB_KEY struct name_key
-#define HTAB_HASH(fl, k) cprof_hash_finish(cprof_hash_bytes(CPROF_HASH_SEED, (k)->s, (k)->len))
-#define HTAB_COMPARE name_eq
-#include "lib/htab-type.h"
-
 /* A child being looked up: (parent node, name index). */
 struct child_key {
 	uint32_t parent, name;
@@ -81,37 +63,22 @@ static char *clean_name(const char *name, size_t len)
 /* The index of name (len bytes, sanitized on the way in), added if new. */
 static int intern(struct flame *fl, const char *name, size_t len, uint32_t *out)
 {
-	struct name_key key = { name, len };
-	uint32_t hash, ref;
 	char *copy = NULL;
+	int64_t index;
 	size_t k;
+	int ret;
 
 	for (k = 0; k < len && !copy; k++) {
 		if (bad_name_char((unsigned char)name[k])) {
 			copy = clean_name(name, len);
 			if (!copy)
 				return -ENOMEM;
-			key.s = copy;
 		}
 	}
-	ref = name_index_find(&fl->name_index, fl, &key, &hash);
-	if (ref) {
-		free(copy);
-		*out = ref - 1;
-		return 0;
-	}
-	if (!copy)
-		copy = strndup(name, len);
-	if (!copy || fl->n_names >= UINT32_MAX - 1 ||
-	    cprof_grow(&fl->names, &fl->cap_names, fl->n_names + 1, sizeof(*fl->names), 256) < 0 ||
-	    cprof_htab_reserve(&fl->name_index, 1) < 0) {
-		free(copy);
-		return -ENOMEM;
-	}
-	fl->names[fl->n_names] = copy;
-	cprof_htab_add(&fl->name_index, hash, fl->n_names);
-	*out = (uint32_t)fl->n_names++;
-	return 0;
+	ret = prof_strtab_intern_bytes(&fl->names, copy ? copy : name, len, &index);
+	free(copy);
+	*out = (uint32_t)index;
+	return ret;
 }
 
 /* The child of parent called name, added if new. */
@@ -257,7 +224,7 @@ static int finish_tree(struct flame *fl)
 		return -ENOMEM;
 	for (i = 0; i < n; i++)
 		keys[i] = (struct sort_key){ fl->nodes[i + 1].parent, i + 1,
-					     fl->names[fl->nodes[i + 1].name] };
+					     fl->names.strs[fl->nodes[i + 1].name] };
 	qsort(keys, n, sizeof(*keys), cmp_key);
 	/* pushing in reverse leaves each list in ascending order */
 	for (i = n; i-- > 0;) {
@@ -272,12 +239,7 @@ static int finish_tree(struct flame *fl)
 
 void prof_flame_tree_free(struct flame *fl)
 {
-	uint32_t i;
-
-	for (i = 0; i < fl->n_names; i++)
-		free(fl->names[i]);
-	free(fl->names);
-	cprof_htab_free(&fl->name_index);
+	prof_strtab_free(&fl->names);
 	free(fl->nodes);
 	cprof_htab_free(&fl->node_index);
 }
@@ -292,8 +254,11 @@ int prof_flame_tree_build(struct flame *fl, const struct prof_rd_profile *p, siz
 	memset(fl, 0, sizeof(*fl));
 	if (type >= p->n_sample_types)
 		return -EINVAL;
-	if (cprof_grow(&fl->nodes, &fl->cap_nodes, 1, sizeof(*fl->nodes), 1024) < 0)
+	if (prof_strtab_init(&fl->names) < 0 ||
+	    cprof_grow(&fl->nodes, &fl->cap_nodes, 1, sizeof(*fl->nodes), 1024) < 0) {
+		prof_flame_tree_free(fl);
 		return -ENOMEM;
+	}
 	memset(&fl->nodes[0], 0, sizeof(fl->nodes[0]));
 	fl->n_nodes = 1;	/* the root */
 	for (i = 0; i < p->n_samples; i++) {
@@ -350,7 +315,7 @@ static int write_collapsed(const struct flame *fl, FILE *f)
 
 		/* ends[depth - 1] is where the parent's path ends */
 		len = d->depth > 1 ? ends[d->depth - 1] : 0;
-		nlen = strlen(fl->names[d->name]);
+		nlen = strlen(fl->names.strs[d->name]);
 		if (len + nlen + 2 > cap) {
 			while (len + nlen + 2 > cap)
 				cap *= 2;
@@ -363,7 +328,7 @@ static int write_collapsed(const struct flame *fl, FILE *f)
 		}
 		if (d->depth > 1)
 			path[len++] = ';';
-		memcpy(path + len, fl->names[d->name], nlen);
+		memcpy(path + len, fl->names.strs[d->name], nlen);
 		len += nlen;
 		ends[d->depth] = len;
 		if (d->self) {

@@ -56,11 +56,39 @@ void prof_strtab_free(struct prof_strtab *t)
 	memset(t, 0, sizeof(*t));
 }
 
+/*
+ * The index of key, added when new: owned (NULL, or a malloc'ed copy of
+ * key's bytes) is taken over by the table or freed.
+ */
+static int intern_key(struct prof_strtab *t, const struct str_key *key, char *owned,
+		      int64_t *index)
+{
+	uint32_t hash, ref;
+
+	ref = str_index_find(&t->index, t, key, &hash);
+	if (ref) {
+		*index = ref - 1;
+		free(owned);
+		return 0;
+	}
+	if (!owned)
+		owned = strndup(key->s, key->len);
+	if (!owned || t->n >= UINT32_MAX - 1 ||
+	    cprof_grow(&t->strs, &t->cap, t->n + 1, sizeof(*t->strs), 16) < 0 ||
+	    cprof_htab_reserve(&t->index, 1) < 0) {
+		free(owned);
+		return -ENOMEM;
+	}
+	t->strs[t->n] = owned;
+	cprof_htab_add(&t->index, hash, t->n);
+	*index = (int64_t)t->n++;
+	return 0;
+}
+
 int prof_strtab_intern(struct prof_strtab *t, const char *s, int64_t *index)
 {
 	struct str_key key;
 	char *copy = NULL;
-	uint32_t hash, ref;
 
 	if (!s || !*s) {
 		*index = 0;
@@ -74,22 +102,16 @@ int prof_strtab_intern(struct prof_strtab *t, const char *s, int64_t *index)
 			return -ENOMEM;
 		key.s = copy;
 	}
-	ref = str_index_find(&t->index, t, &key, &hash);
-	if (ref) {
-		*index = ref - 1;
-		free(copy);
+	return intern_key(t, &key, copy, index);
+}
+
+int prof_strtab_intern_bytes(struct prof_strtab *t, const char *s, size_t len, int64_t *index)
+{
+	const struct str_key key = { s, len };
+
+	if (!len) {
+		*index = 0;
 		return 0;
 	}
-	if (!copy)
-		copy = strdup(s);
-	if (!copy || t->n >= UINT32_MAX - 1 ||
-	    cprof_grow(&t->strs, &t->cap, t->n + 1, sizeof(*t->strs), 16) < 0 ||
-	    cprof_htab_reserve(&t->index, 1) < 0) {
-		free(copy);
-		return -ENOMEM;
-	}
-	t->strs[t->n] = copy;
-	cprof_htab_add(&t->index, hash, t->n);
-	*index = (int64_t)t->n++;
-	return 0;
+	return intern_key(t, &key, NULL, index);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A pprof string table (internal to profile/): each string once, index 0
- * the empty string, every string valid UTF-8 (ill-formed bytes become
- * U+FFFD on the way in).
+ * A string table (internal to profile/): each string once, index 0 the
+ * empty string.  A profile's: every string valid UTF-8 (ill-formed bytes
+ * become U+FFFD on the way in); a flame graph's names too.
  */
 #ifndef CPROF_PROFILE_STRTAB_H
 #define CPROF_PROFILE_STRTAB_H
@@ -29,5 +29,12 @@ void prof_strtab_free(struct prof_strtab *t);
  * NULL and "" are index 0.  Returns 0 or -ENOMEM (also past 2^32 strings).
  */
 int prof_strtab_intern(struct prof_strtab *t, const char *s, int64_t *index);
+
+/*
+ * The same for the len bytes at s taken as they are, without the UTF-8
+ * check: for tables that are not a profile's and whose caller made its
+ * strings safe already (flame graphs).  s must hold no NUL.
+ */
+int prof_strtab_intern_bytes(struct prof_strtab *t, const char *s, size_t len, int64_t *index);
 
 #endif
