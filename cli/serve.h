@@ -31,7 +31,7 @@ struct serve_ctx {
 	pthread_cond_t cond;
 	unsigned suspended;	/* requests waiting for a profile or a dump */
 	unsigned answering;	/* resumed, response not sent yet */
-	uint64_t requests[6];	/* by class: 2xx, 3xx, 4xx, 5xx, client gone, other */
+	uint64_t requests[4];	/* responses by class: 2xx, 3xx, 4xx, 5xx */
 	bool sampling_failed;	/* a session could not sample: exit status 1 */
 	bool target_exited;	/* a session ended because the target exited */
 	int stop_signal;	/* a session ended on this signal (-1: unnamed), 0 if none */

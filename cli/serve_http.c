@@ -59,8 +59,10 @@ struct req {
 
 static void count_status(struct serve_ctx *c, unsigned status)
 {
-	size_t k = status >= 200 && status < 600 ? status / 100 - 2 : 5;
+	size_t k = status / 100 - 2;
 
+	if (status < 200 || status >= 600)
+		return;
 	pthread_mutex_lock(&c->mu);
 	c->requests[k]++;
 	pthread_mutex_unlock(&c->mu);
@@ -194,12 +196,30 @@ static void metric(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* cprof_unwinds_total{end=...}: every way a walk ends, once; the names of
+ * attach's comments, with what they leave out as "other". */
+static const struct {
+	enum remote_end end;
+	const char *name;
+} end_names[] = {
+	{ REMOTE_END_COMPLETE, "complete" },
+	{ REMOTE_END_GO_SWITCH, "go_switch" },
+	{ REMOTE_END_TRUNCATED, "truncated" },
+	{ REMOTE_END_NO_INFO, "no_info" },
+	{ REMOTE_END_BAD_MEMORY, "bad_memory" },
+	{ REMOTE_END_BAD_FRAME, "bad_frame" },
+	{ REMOTE_END_MAX_FRAMES, "max_frames" },
+	{ REMOTE_END_NEED_REGS, "other" },
+	{ REMOTE_END_ERROR, "other" },
+};
+_Static_assert(sizeof(end_names) / sizeof(end_names[0]) == REMOTE_END_ERROR + 1,
+	       "every enum remote_end has a name in /metrics");
+
 static void metrics_text(struct serve_ctx *c, FILE *f)
 {
-	static const char *const end_names[] = { "complete", "truncated", "no_info", "other" };
 	struct hub_totals t;
 	const struct sampler_stats *s = &t.sum;
-	uint64_t req[6], ends[4] = { 0 }, fresh = 0;
+	uint64_t req[4], fresh = 0, other = 0;
 	size_t i;
 
 	hub_totals(c->hub, &t);
@@ -208,10 +228,6 @@ static void metrics_text(struct serve_ctx *c, FILE *f)
 	pthread_mutex_unlock(&c->mu);
 	for (i = 0; i <= REMOTE_END_ERROR; i++)
 		fresh += s->ends[i];
-	ends[0] = s->ends[REMOTE_END_COMPLETE] + s->ends[REMOTE_END_MAX_FRAMES];
-	ends[1] = s->ends[REMOTE_END_TRUNCATED];
-	ends[2] = s->ends[REMOTE_END_NO_INFO];
-	ends[3] = fresh - ends[0] - ends[1] - ends[2];
 
 	metric(f, "cprof_target_info", "gauge", "The process cprof serves (always 1).");
 	fprintf(f, "cprof_target_info{pid=\"%d\",version=\"%s\"} 1\n", (int)c->pid, PACKAGE_VERSION);
@@ -255,8 +271,14 @@ static void metrics_text(struct serve_ctx *c, FILE *f)
 	fprintf(f, "cprof_samples_total{how=\"unstopped\"} %" PRIu64 "\n", s->samples_unstopped);
 	fprintf(f, "cprof_samples_total{how=\"reused\"} %" PRIu64 "\n", s->samples_reused);
 	metric(f, "cprof_unwinds_total", "counter", "Fresh samples by how their unwind ended.");
-	for (i = 0; i < 4; i++)
-		fprintf(f, "cprof_unwinds_total{end=\"%s\"} %" PRIu64 "\n", end_names[i], ends[i]);
+	for (i = 0; i < sizeof(end_names) / sizeof(end_names[0]); i++) {
+		if (strcmp(end_names[i].name, "other") == 0)
+			other += s->ends[end_names[i].end];
+		else
+			fprintf(f, "cprof_unwinds_total{end=\"%s\"} %" PRIu64 "\n", end_names[i].name,
+				s->ends[end_names[i].end]);
+	}
+	fprintf(f, "cprof_unwinds_total{end=\"other\"} %" PRIu64 "\n", other);
 	metric(f, "cprof_stop_seconds", "summary",
 	       "Time a target thread spent in a stop cprof asked for (interrupt to resume).");
 	fprintf(f, "cprof_stop_seconds{quantile=\"0.5\"} %.9f\n",
