@@ -313,7 +313,27 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0);
 }
 
-static void print_json(const struct cli_session *a, pid_t pid, const struct sampler_stats *st)
+/* The modules left without debuginfo, as a JSON array of objects. */
+static void print_json_missing(const struct sym_live *live)
+{
+	const char *module, *build_id, *why;
+	size_t i;
+
+	fputs("[", stdout);
+	for (i = 0; sym_live_missing(live, i, &module, &build_id, &why); i++) {
+		fputs(i ? ", {\"module\": " : "{\"module\": ", stdout);
+		cli_json_string(stdout, module);
+		fputs(", \"build_id\": ", stdout);
+		cli_json_string(stdout, build_id);
+		fputs(", \"why\": ", stdout);
+		cli_json_string(stdout, why);
+		fputs("}", stdout);
+	}
+	fputs("]", stdout);
+}
+
+static void print_json(const struct cli_session *a, pid_t pid, const struct sampler_stats *st,
+		       const struct sym_live *live)
 {
 	const struct tracer_stats *t = &st->tracer;
 	uint64_t fresh = fresh_count(st);
@@ -330,7 +350,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"stops\": %llu, \"stop_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, "
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
 	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"signals_reinjected\": %llu, "
-	       "\"boosted\": %s, \"target_exited\": %s}\n",
+	       "\"boosted\": %s, \"target_exited\": %s, \"debuginfo_missing\": ",
 	       (unsigned long long)st->elapsed_ns, (unsigned long long)st->samples,
 	       (unsigned long long)(fresh - st->samples_unstopped),
 	       (unsigned long long)st->samples_unstopped, (unsigned long long)st->samples_reused,
@@ -342,6 +362,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       t->stopped_fraction_max, mean_fraction(t), (unsigned long long)st->cprof_cpu_ns,
 	       ends, (unsigned long long)t->signals_reinjected, st->boosted ? "true" : "false",
 	       st->target_exited ? "true" : "false");
+	print_json_missing(live);
+	fputs("}\n", stdout);
 }
 
 /*
@@ -426,7 +448,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		for (i = 0; !a->quiet && print_missing(live, i); i++)
 			;
 		if (a->json)
-			print_json(a, pid, sampler_get_stats(s));
+			print_json(a, pid, sampler_get_stats(s), live);
 	}
 out:
 	sym_live_destroy(live);
