@@ -393,8 +393,8 @@ static void run_session(struct hub *h, enum sampler_mode mode)
 			if (window_end(w, final) < 0)
 				w->err = -ENOMEM;
 		} else {
-			/* It ended the session: the stopped fractions are
-			 * only known once the tracer lets go. */
+			/* It ended the session (the last window): the
+			 * fractions the tracer gave at release are exact. */
 			w->end->tracer.stopped_fraction_max = final->tracer.stopped_fraction_max;
 			w->end->tracer.stopped_fraction_sum = final->tracer.stopped_fraction_sum;
 			w->end->tracer.stopped_fraction_threads =
