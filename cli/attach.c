@@ -10,8 +10,9 @@
 static void attach_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cprof attach -p PID [-d DURATION] [-o FILE] [-F HZ] [--mode cpu|wall]\n"
-		"                    [--stop thread|process] [--stack-size BYTES]\n"
+		"usage: cprof attach -p PID [-d DURATION] [-o FILE] [-f pprof|collapsed|svg]\n"
+		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
+		"                    [--stack-size BYTES]\n"
 		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
 		"\n"
 		"Profiles the running process PID (all its threads) without restarting it and\n"

@@ -26,8 +26,9 @@ struct child {
 static void record_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: cprof record [-d DURATION] [-o FILE] [-F HZ] [--mode cpu|wall]\n"
-		"                    [--stop thread|process] [--stack-size BYTES]\n"
+		"usage: cprof record [-d DURATION] [-o FILE] [-f pprof|collapsed|svg]\n"
+		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
+		"                    [--stack-size BYTES]\n"
 		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
 		"                    [--inproc] -- COMMAND [ARG...]\n"
 		"\n"
