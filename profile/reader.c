@@ -140,27 +140,6 @@ static int bad(const char **why, const char *reason)
 }
 
 
-/* Makes room for more output in *buf (capacity *cap, *used full), up to RD_MAX_PLAIN. */
-static int grow_out(unsigned char **buf, size_t *cap, size_t used, const char **why)
-{
-	unsigned char *nbuf;
-	size_t ncap = *cap;
-
-	if (*buf) {
-		if (used == RD_MAX_PLAIN) {
-			*why = "it decompresses to more than 256 MiB, the most cprof reads";
-			return -EFBIG;
-		}
-		ncap = *cap < RD_MAX_PLAIN / 2 ? *cap * 2 : RD_MAX_PLAIN;
-	}
-	nbuf = realloc(*buf, ncap);
-	if (!nbuf)
-		return -ENOMEM;
-	*buf = nbuf;
-	*cap = ncap;
-	return 0;
-}
-
 /*
  * What inflate's return zr means: 1 the input is all inflated, 0 go on (a
  * next gzip member starts, as gzip(1) and Go accept), or an error.
@@ -185,40 +164,71 @@ static int inflate_status(z_stream *zs, int zr, const char **why)
 	return 0;
 }
 
-/* Inflates gzip data, members one after another, into a malloc'ed *out. */
-static int gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *out_len,
-		  const char **why)
+/*
+ * Inflates the len bytes of gzip at in, members one after another, into
+ * out (cap bytes); out NULL: into a scratch buffer, only to count.  More
+ * than cap bytes of output is -EFBIG.  *produced receives the count.
+ */
+static int inflate_into(const unsigned char *in, size_t len, unsigned char *out, size_t cap,
+			size_t *produced, const char **why)
 {
-	unsigned char *buf = NULL;
-	size_t cap = len < RD_MAX_PLAIN / 4 ? len * 4 + 4096 : RD_MAX_PLAIN, used = 0;
+	unsigned char scratch[64 * 1024];
 	z_stream zs;
 	int ret = 0;
 
-	if (len > UINT32_MAX)
-		return bad(why, "compressed file over 4 GiB");
 	memset(&zs, 0, sizeof(zs));
 	if (inflateInit2(&zs, 15 + 16) != Z_OK)
 		return -ENOMEM;
 	zs.next_in = (unsigned char *)in;
 	zs.avail_in = (uInt)len;
+	*produced = 0;
 	while (!ret) {
-		if (used == cap || !buf) {
-			ret = grow_out(&buf, &cap, used, why);
-			if (ret < 0)
-				break;
-		}
-		zs.next_out = buf + used;
-		zs.avail_out = (uInt)(cap - used);
+		/* past out's end, the scratch buffer lets inflate reach the end */
+		bool to_out = out && *produced < cap;
+		size_t room = to_out ? cap - *produced : sizeof(scratch);
+
+		zs.next_out = to_out ? out + *produced : scratch;
+		zs.avail_out = (uInt)room;
 		ret = inflate_status(&zs, inflate(&zs, Z_NO_FLUSH), why);
-		used = cap - zs.avail_out;
+		*produced += room - zs.avail_out;
+		if (ret >= 0 && *produced > cap) {
+			*why = "it decompresses to more than 256 MiB, the most cprof reads";
+			ret = -EFBIG;
+		}
 	}
 	inflateEnd(&zs);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Inflates gzip data into a malloc'ed *out of exactly the decompressed
+ * size: once to count (nothing allocated, so that a bomb costs time, not
+ * memory), once to fill.
+ */
+static int gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *out_len,
+		  const char **why)
+{
+	unsigned char *buf;
+	size_t size, filled;
+	int ret;
+
+	if (len > UINT32_MAX)
+		return bad(why, "compressed file over 4 GiB");
+	ret = inflate_into(in, len, NULL, RD_MAX_PLAIN, &size, why);
+	if (ret < 0)
+		return ret;
+	buf = malloc(size ? size : 1);
+	if (!buf)
+		return -ENOMEM;
+	ret = inflate_into(in, len, buf, size, &filled, why);
+	if (!ret && filled != size)
+		ret = bad(why, "bad gzip data");
 	if (ret < 0) {
 		free(buf);
 		return ret;
 	}
 	*out = buf;
-	*out_len = used;
+	*out_len = size;
 	return 0;
 }
 
