@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "symbolize/perfmap.h"
 #include "symbolize/symbolize.h"
 #include "unwind/capture.h"
 
@@ -198,7 +199,8 @@ static void for_each_frame(struct printer *pr, const struct capture_thread *ct, 
 		/* The [truncated] mark: the text says why the stack ends. */
 		if (pf->flags & PROF_FRAME_TRUNCATED)
 			continue;
-		if (mod && pr->sym &&
+		/* mod NULL: JIT code, which the perf map may name */
+		if (pr->sym &&
 		    sym_lookup(pr->sym, mod, pf->addr, !(pf->flags & PROF_FRAME_EXACT), &sf, &n) < 0)
 			n = 0;
 		/* -n counts frames as printed, inlined ones included. */
@@ -400,6 +402,7 @@ int cmd_dump_threads(int argc, char **argv)
 	struct dump_args a = { 0 };
 	struct capture c;
 	struct printer pr = { .a = &a, .c = &c, .f = stdout };
+	struct sym_perfmap *pm = NULL;
 	enum cli_parse_result r;
 	int code, ret;
 
@@ -415,6 +418,9 @@ int cmd_dump_threads(int argc, char **argv)
 			  strerror(-ret));
 		pr.sym = NULL;
 	}
+	/* JIT code is named from the runtime's perf map, read once here. */
+	if (pr.sym && sym_perfmap_create(&pm, a.pid) == 0 && sym_perfmap_refresh(pm, &c.maps) == 0)
+		sym_use_perfmap(pr.sym, pm);
 	if (a.json)
 		print_json(&pr);
 	else
@@ -422,6 +428,7 @@ int cmd_dump_threads(int argc, char **argv)
 	code = finish(&a, &c);
 	if (pr.sym)
 		sym_destroy(pr.sym);
+	sym_perfmap_destroy(pm);
 	capture_free(&c);
 	return code;
 }
