@@ -68,8 +68,9 @@ pkg_cflags=$(pkg-config --cflags $PKGS) || die "pkg-config --cflags $PKGS failed
 pkg_libs=$(pkg-config --libs $PKGS) || die "pkg-config --libs $PKGS failed"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS_F="-g -O1 -fno-omit-frame-pointer $SAN -I$root -I$build $pkg_cflags"
-# Every file of the directories the harnesses reach, so a new one links too.
-LIB_SRC=$(cd "$root" && echo lib/*.c process/*.c symbolize/*.c)
+# Every file of the directories the harnesses reach, so a new one links too;
+# symbolize.c reads Go line tables through unwind/gopclntab.c.
+LIB_SRC=$(cd "$root" && echo lib/*.c process/*.c symbolize/*.c unwind/gopclntab.c)
 objs=""
 for src in $LIB_SRC; do
 	obj="$out/obj/$(echo "$src" | tr / _).o"
@@ -88,7 +89,7 @@ rd_cflags=$(pkg-config --cflags libprotobuf-c zlib) || die "pkg-config --cflags 
 rd_libs=$(pkg-config --libs libprotobuf-c zlib) || die "pkg-config --libs libprotobuf-c zlib failed"
 [ -f "$build/profile/flame-js.h" ] || die "'$build' is not built (no profile/flame-js.h): run make there"
 rd_objs=""
-for src in lib/grow.c lib/htab.c lib/utf8.c profile/atomic.c profile/reader.c \
+for src in lib/grow.c lib/htab.c lib/utf8.c profile/atomic.c profile/reader.c profile/strtab.c \
 	   profile/report.c profile/flame.c profile/flame-svg.c "$build/profile/profile.pb-c.c"; do
 	case $src in /*) path=$src ;; *) path="$root/$src" ;; esac
 	obj="$out/obj/rd_$(basename "$src" .c).o"
