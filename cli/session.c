@@ -294,17 +294,39 @@ static bool print_missing(const struct sym_live *live, size_t i)
 	return true;
 }
 
+/* "N incomplete", then ": K reason, ..." for the reasons that occurred. */
+static void format_incomplete(char *buf, size_t len, const struct sampler_stats *st)
+{
+	uint64_t fresh = fresh_count(st), other = other_count(st, fresh);
+	size_t i, k;
+	bool first = true;
+
+	k = (size_t)snprintf(buf, len, "%llu incomplete",
+			     (unsigned long long)(fresh - complete_count(st)));
+	for (i = 0; i <= sizeof(cut_keys) / sizeof(cut_keys[0]) && k < len; i++) {
+		bool last = i == sizeof(cut_keys) / sizeof(cut_keys[0]);
+		uint64_t v = last ? other : st->ends[cut_keys[i].end];
+
+		if (!v)
+			continue;
+		k += (size_t)snprintf(buf + k, len - k, "%s%llu %s", first ? ": " : ", ",
+				      (unsigned long long)v, last ? "other" : cut_keys[i].key);
+		first = false;
+	}
+}
+
 static void print_summary(const struct cli_session *a, const struct sampler_stats *st)
 {
 	const struct tracer_stats *t = &st->tracer;
+	char incomplete[200];
 
+	format_incomplete(incomplete, sizeof(incomplete), st);
 	fprintf(stderr,
-		"cprof: wrote %s: %llu samples (%llu incomplete) from %llu threads in %.2f s%s; "
+		"cprof: wrote %s: %llu samples (%s) from %llu threads in %.2f s%s; "
 		"stops p50 %.1f us, p99 %.1f us, max %.1f us; a thread spent at most %.3f%% of "
 		"its time stopped (mean %.3f%%); cprof used %.1f%% of a CPU\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
-		(unsigned long long)st->samples,
-		(unsigned long long)(fresh_count(st) - complete_count(st)),
+		(unsigned long long)st->samples, incomplete,
 		(unsigned long long)t->threads_seen, (double)st->elapsed_ns / 1e9,
 		st->target_exited ? " (the process exited)" : "",
 		(double)tracer_stop_percentile(t, 50) / 1e3,
