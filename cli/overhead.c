@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "lib/clock.h"
 
 #define DEFAULT_RUNS 5
 #define MAX_RUNS 100
@@ -99,14 +100,6 @@ static void overhead_usage(FILE *f)
 		MAX_RUNS, DEFAULT_RUNS);
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static double timeval_ns(const struct timeval *tv)
 {
 	return (double)tv->tv_sec * 1e9 + (double)tv->tv_usec * 1e3;
@@ -163,7 +156,7 @@ static int run_child(const char *file, char **argv, int out_fd, double *wall_ns,
 
 	if (pipe2(err, O_CLOEXEC) < 0)
 		return -errno;
-	t0 = now_ns();
+	t0 = cprof_now_ns();
 	pid = fork();
 	if (pid < 0) {
 		e = errno;
@@ -184,7 +177,7 @@ static int run_child(const char *file, char **argv, int out_fd, double *wall_ns,
 		if (errno != EINTR)
 			return -errno;
 	}
-	*wall_ns = (double)(now_ns() - t0);
+	*wall_ns = (double)(cprof_now_ns() - t0);
 	*cpu_ns = timeval_ns(&ru.ru_utime) + timeval_ns(&ru.ru_stime);
 	return e ? -e : 0;
 }
@@ -231,7 +224,7 @@ static int run_ptrace(struct overhead *o, const struct variant *v, int out_fd, i
 				   .default_signals = true };
 	struct rusage c0, c1, s0, s1;
 	struct sampler_stats st;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = cprof_now_ns();
 
 	a.stop = v->stop;
 	a.quiet = true;
@@ -242,7 +235,7 @@ static int run_ptrace(struct overhead *o, const struct variant *v, int out_fd, i
 	*code = cli_record_ptrace(&a, o->cmd, &io, &st);
 	if (getrusage(RUSAGE_CHILDREN, &c1) < 0 || getrusage(RUSAGE_SELF, &s1) < 0)
 		return -errno;
-	r->v[M_WALL][r->runs] = (double)(now_ns() - t0);
+	r->v[M_WALL][r->runs] = (double)(cprof_now_ns() - t0);
 	r->v[M_CPU][r->runs] = rusage_ns(&c1) - rusage_ns(&c0);
 	r->v[M_CPU_TOTAL][r->runs] = r->v[M_CPU][r->runs] + rusage_ns(&s1) - rusage_ns(&s0);
 	r->v[M_CPROF_CPU][r->runs] = (double)st.cprof_cpu_ns;
