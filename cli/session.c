@@ -196,40 +196,55 @@ static void setup_sym(struct sym_ctx *sym, void *arg)
 	sym_live_apply(arg, sym);
 }
 
-static int write_profile(struct sampler *s, struct sym_live *live, const struct cli_session *a,
-			 pid_t pid, const char *what, struct progress *pr)
-{
-	const struct sampler_stats *st = sampler_get_stats(s);
-	char lines[N_COMMENTS][COMMENT_MAX], title[256];
+/* What a profile of s says, as write_profile and cli_session_profile make it. */
+struct session_text {
+	char lines[N_COMMENTS][COMMENT_MAX];
 	const char *comments[N_COMMENTS];
-	struct prof_session ps = {
-		.stacks = sampler_stacks(s),
+	char title[256];
+};
+
+/* The session to write: everything but format, path and symbol set-up. */
+static void session_of(struct prof_session *ps, struct session_text *t,
+		       const struct cli_session *a, const char *what, const struct sampler *s,
+		       const struct prof_stacks *stacks, const struct sampler_stats *st)
+{
+	size_t i;
+
+	format_comments(t->lines, a, what, st);
+	for (i = 0; i < N_COMMENTS; i++)
+		t->comments[i] = t->lines[i];
+	snprintf(t->title, sizeof(t->title), "cprof %s (%s)", what,
+		 a->mode == SAMPLER_WALL ? "wall time" : "CPU time");
+	*ps = (struct prof_session){
+		.stacks = stacks,
 		.mods = sampler_modules(s),
-		.setup_sym = setup_sym,
-		.setup_arg = live,
 		.export = {
 			.value = a->mode == SAMPLER_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
 			.hz = a->hz,
 			.time_nanos = (int64_t)st->start_realtime_ns,
 			.duration_nanos = (int64_t)st->elapsed_ns,
 			.thread_label = label_of,
-			.arg = s,
+			.arg = (void *)s,
 		},
-		.comments = comments,
+		.comments = t->comments,
 		.n_comments = N_COMMENTS,
-		.format = formats[a->format],
-		.title = title,
-		.path = a->output,
+		.title = t->title,
 	};
+}
+
+static int write_profile(struct sampler *s, struct sym_live *live, const struct cli_session *a,
+			 pid_t pid, const char *what, struct progress *pr)
+{
+	struct prof_session ps;
 	struct prof_session_result res;
-	size_t i;
+	struct session_text text;
 	int ret;
 
-	format_comments(lines, a, what, st);
-	for (i = 0; i < N_COMMENTS; i++)
-		comments[i] = lines[i];
-	snprintf(title, sizeof(title), "cprof %s (%s)", what,
-		 a->mode == SAMPLER_WALL ? "wall time" : "CPU time");
+	session_of(&ps, &text, a, what, s, sampler_stacks(s), sampler_get_stats(s));
+	ps.setup_sym = setup_sym;
+	ps.setup_arg = live;
+	ps.format = formats[a->format];
+	ps.path = a->output;
 	ret = prof_write_session(&ps, &res);
 	if (res.sym_err < 0 || ret < 0)
 		progress_clear(pr);
@@ -250,29 +265,11 @@ int cli_session_profile(const struct cli_session *a, const char *what, const str
 			const struct prof_stacks *stacks, struct sym_ctx *sym,
 			const struct sampler_stats *st, struct prof_builder **out)
 {
-	char lines[N_COMMENTS][COMMENT_MAX];
-	struct prof_export_opts eo = {
-		.value = a->mode == SAMPLER_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
-		.hz = a->hz,
-		.time_nanos = (int64_t)st->start_realtime_ns,
-		.duration_nanos = (int64_t)st->elapsed_ns,
-		.thread_label = label_of,
-		.arg = (void *)s,
-	};
-	size_t i;
-	int ret;
+	struct prof_session ps;
+	struct session_text text;
 
-	ret = prof_export(stacks, sampler_modules(s), sym, &eo, out);
-	if (ret < 0)
-		return ret;
-	format_comments(lines, a, what, st);
-	for (i = 0; i < N_COMMENTS && ret == 0; i++)
-		ret = prof_add_comment(*out, lines[i]);
-	if (ret < 0) {
-		prof_builder_destroy(*out);
-		*out = NULL;
-	}
-	return ret;
+	session_of(&ps, &text, a, what, s, stacks, st);
+	return prof_session_build(&ps, sym, out);
 }
 
 /*

@@ -29,7 +29,8 @@ static int write_flame(const struct prof_builder *b, const struct prof_session *
 	return ret;
 }
 
-static int build(const struct prof_session *s, struct sym_ctx *sym, struct prof_builder **out)
+int prof_session_build(const struct prof_session *s, struct sym_ctx *sym,
+		       struct prof_builder **out)
 {
 	size_t i;
 	int ret;
@@ -37,6 +38,10 @@ static int build(const struct prof_session *s, struct sym_ctx *sym, struct prof_
 	ret = prof_export(s->stacks, s->mods, sym, &s->export, out);
 	for (i = 0; !ret && i < s->n_comments; i++)
 		ret = prof_add_comment(*out, s->comments[i]);
+	if (ret < 0) {
+		prof_builder_destroy(*out);
+		*out = NULL;
+	}
 	return ret;
 }
 
@@ -55,7 +60,7 @@ int prof_write_session(const struct prof_session *s, struct prof_session_result 
 	else if (s->setup_sym)
 		s->setup_sym(sym, s->setup_arg);
 	res->failed = PROF_STAGE_BUILD;
-	ret = build(s, sym, &b);
+	ret = prof_session_build(s, sym, &b);
 	if (ret < 0)
 		goto out;
 	res->failed = PROF_STAGE_WRITE;

@@ -51,6 +51,15 @@ struct prof_session_result {
 };
 
 /*
+ * The profile of s (its stacks exported with s->export, its comments
+ * added), symbolized with sym (NULL: addresses only); s->format and
+ * s->path are not used.  For callers that send the profile themselves
+ * (cprof serve).  Returns 0 or -errno; on success *out is the caller's.
+ */
+int prof_session_build(const struct prof_session *s, struct sym_ctx *sym,
+		       struct prof_builder **out);
+
+/*
  * Symbolizes, exports and writes s.  Failing to load symbols is not an
  * error (res->sym_err says it happened).  res may be NULL.
  * Returns 0 or -errno, res->failed saying of which step.
