@@ -225,6 +225,9 @@ static int poll_once(struct sym_live *l)
 		if (l->mods)
 			proc_modules_unmap_all(l->mods);
 	}
+	/* Without a perf map or downloads there is nothing to read the maps for. */
+	if (!l->mods && !sym_perfmap_exists(l->perfmap))
+		return 0;
 	if (proc_maps_read(l->o.pid, &l->maps) < 0)
 		return 0;	/* gone: what was learned stays */
 	ret = sym_perfmap_refresh(l->perfmap, &l->maps);
@@ -293,6 +296,9 @@ int sym_live_start(struct sym_live **out, const struct sym_live_opts *o)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 0)
 		goto destroy_sync;
+#ifdef HAVE_PTHREAD_SETNAME_NP
+	pthread_setname_np(l->thread, "cprof-live");	/* to tell its cost in top -H */
+#endif
 	l->running = true;
 	*out = l;
 	return 0;

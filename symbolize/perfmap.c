@@ -152,19 +152,33 @@ static ssize_t add_lines(struct sym_perfmap *pm, char *buf, size_t len)
 	return (ssize_t)done;
 }
 
+/* The file's path, worked out on first use (and again after an exec). */
+static int set_path(struct sym_perfmap *pm)
+{
+	if (!pm->path && asprintf(&pm->path, "/proc/%d/root/tmp/perf-%d.map", (int)pm->pid,
+				  (int)own_pid(pm->pid)) < 0) {
+		pm->path = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+bool sym_perfmap_exists(struct sym_perfmap *pm)
+{
+	return set_path(pm) == 0 && access(pm->path, F_OK) == 0;
+}
+
 static int read_file(struct sym_perfmap *pm)
 {
 	char buf[65536];
 	struct stat st;
 	ssize_t got, used;
 	size_t have = 0;
-	int fd, ret = 0;
+	int fd, ret;
 
-	if (!pm->path && asprintf(&pm->path, "/proc/%d/root/tmp/perf-%d.map", (int)pm->pid,
-				  (int)own_pid(pm->pid)) < 0) {
-		pm->path = NULL;
-		return -ENOMEM;
-	}
+	ret = set_path(pm);
+	if (ret < 0)
+		return ret;
 	fd = open(pm->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;

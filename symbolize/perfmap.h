@@ -10,6 +10,7 @@
 #ifndef CPROF_SYMBOLIZE_PERFMAP_H
 #define CPROF_SYMBOLIZE_PERFMAP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -28,6 +29,9 @@ void sym_perfmap_destroy(struct sym_perfmap *pm);
  * error (the runtime writes none, or not yet).  Returns 0 or -ENOMEM.
  */
 int sym_perfmap_refresh(struct sym_perfmap *pm, const struct proc_maps *maps);
+
+/* Whether the target has a perf map file at all (cheap: one access(2)). */
+bool sym_perfmap_exists(struct sym_perfmap *pm);
 
 /* Forgets entries and mappings: the target exec'd, its code is gone. */
 void sym_perfmap_reset(struct sym_perfmap *pm);
