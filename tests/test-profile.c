@@ -19,6 +19,7 @@
 
 #include <zlib.h>
 
+#include "profile/export.h"
 #include "profile/profile.h"
 #include "profile/profile.pb-c.h"
 #include "profile/reader.h"
@@ -882,6 +883,57 @@ out:
 	prof_builder_destroy(b);
 }
 
+/* ---- export's errors ------------------------------------------------------ */
+
+static int label_fails(uint32_t key, pid_t *tid, const char **name, void *arg)
+{
+	(void)key, (void)tid, (void)name;
+	return *(int *)arg;
+}
+
+/*
+ * prof_export of one raw stack: a thread label that is unknown (-ENOENT)
+ * leaves the sample without labels; any other failure of the label, such
+ * as -ENOMEM, fails the export instead of passing for "no label".
+ */
+static void check_export_errors(void)
+{
+	const struct prof_frame f[] = { { 0x1234, 0, PROF_FRAME_EXACT } };
+	const int64_t v[] = { 1, 10000000 };
+	struct prof_stacks *st = NULL;
+	struct proc_modules *mods = NULL;
+	struct prof_builder *b = NULL;
+	struct prof_export_opts o = { .value = PROF_VALUE_WALL, .hz = 100,
+				      .thread_label = label_fails };
+	int err, fail;
+
+	err = prof_stacks_create(&st, 2);
+	if (!err)
+		err = prof_stacks_add(st, 1, f, 1, v);
+	if (!err)
+		err = proc_modules_create(&mods, getpid());
+	check(err == 0, "export: a raw stack and a module table (%d)", err);
+	if (err)
+		goto out;
+	o.arg = &fail;
+	fail = -ENOENT;
+	err = prof_export(st, mods, NULL, &o, &b);
+	check(err == 0 && b && prof_sample_count(b) == 1,
+	      "export: an unknown thread (-ENOENT) is a sample without labels (%d)", err);
+	prof_builder_destroy(b);
+	b = NULL;
+	fail = -ENOMEM;
+	err = prof_export(st, mods, NULL, &o, &b);
+	check(err == -ENOMEM && !b, "export: -ENOMEM from the thread label fails the export (%d)",
+	      err);
+	o.value = 0;
+	err = prof_export(st, mods, NULL, &o, &b);
+	check(err == -EINVAL && !b, "export: no value kind given is -EINVAL (%d)", err);
+out:
+	proc_modules_destroy(mods);
+	prof_stacks_destroy(st);
+}
+
 int main(void)
 {
 	struct prof_builder *b;
@@ -918,6 +970,7 @@ int main(void)
 
 	check_scale();
 	check_names();
+	check_export_errors();
 
 out:
 	nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
