@@ -24,9 +24,9 @@ static void diff_usage(FILE *f)
 		"Compares two pprof profiles function by function: the change of each one's\n"
 		"share of its profile's total, cumulative and flat, in percentage points, so\n"
 		"that runs of different lengths compare.  Functions are matched by name and\n"
-		"file, never by address.  Each change is tested against sampling noise on the\n"
-		"sample counts (a two-proportion z-test): the margin column is the change\n"
-		"that noise alone stays under at the confidence.\n"
+		"file, never by address.  Each change is tested against sampling noise (a\n"
+		"two-proportion z-test over the profiles' numbers of samples): the margin\n"
+		"column is the change that noise alone stays under at the confidence.\n"
 		"\n"
 		"      --threshold PCT    exit 3 when a share grew by more than PCT points\n"
 		"                         (default 5) and by more than its noise margin\n"
@@ -175,32 +175,26 @@ static int load_sides(const struct diff_args *da, struct diff_side *base,
 }
 
 /*
- * The noise test needs counts of samples: the "samples" type when both
- * profiles have one (it may be the compared type itself).  Leaves counts
- * NULL when there is none.  Returns 0 or -ENOMEM.
+ * How many samples p holds: the sum of its "samples" type (cprof's and Go's
+ * CPU profiles have one), 0 when it has none.  The noise test takes each
+ * sample as one trial.
  */
-static int build_counts(const struct diff_args *da, struct diff_side *s, size_t idx)
+static int64_t sample_count(const struct prof_rd_profile *p)
 {
-	int k = prof_rd_find_type(s->p, "samples");
-	int ret;
+	int k = prof_rd_find_type(p, "samples");
+	uint64_t n = 0;
+	size_t i;
 
 	if (k < 0)
 		return 0;
-	if ((size_t)k == idx) {
-		s->counts = s->r;
-	} else {
-		ret = prof_rpt_build(s->p, (size_t)k, (enum prof_rpt_by)da->by, &s->counts);
-		if (ret < 0)
-			return ret;
-	}
-	s->samples = s->counts->total;
-	return 0;
+	/* unsigned: a hostile file's sums wrap instead of overflowing */
+	for (i = 0; i < p->n_samples; i++)
+		n += (uint64_t)p->samples[i].values[k];
+	return n <= INT64_MAX ? (int64_t)n : 0;
 }
 
 static void free_side(struct diff_side *s)
 {
-	if (s->counts != s->r)
-		prof_rpt_free(s->counts);
 	prof_rpt_free(s->r);
 	prof_rd_free(s->p);
 }
@@ -208,7 +202,7 @@ static void free_side(struct diff_side *s)
 /* Builds both reports and their difference.  Returns 0, or the exit code
  * once the error is reported. */
 static int compare(const struct diff_args *da, struct diff_side *base,
-		   struct diff_side *new_side, struct prof_diff **d, struct prof_diff **cd)
+		   struct diff_side *new_side, struct prof_diff **d)
 {
 	size_t base_idx, new_idx;
 	const char *type;
@@ -231,36 +225,14 @@ static int compare(const struct diff_args *da, struct diff_side *base,
 	}
 	if (ret == 0)
 		ret = prof_diff_build(base->r, new_side->r, d);
-	if (ret == 0)
-		ret = build_counts(da, base, base_idx);
-	if (ret == 0)
-		ret = build_counts(da, new_side, new_idx);
-	if (ret == 0 && base->counts && new_side->counts && base->samples > 0 &&
-	    new_side->samples > 0)
-		ret = prof_diff_build(base->counts, new_side->counts, cd);
+	base->samples = sample_count(base->p);
+	new_side->samples = sample_count(new_side->p);
 	if (ret < 0) {
 		cli_error("cannot compare '%s' with '%s': %s", new_side->path, base->path,
 			  strerror(-ret));
 		return CPROF_EXIT_FATAL;
 	}
 	return 0;
-}
-
-static int cmp_str(const char *a, const char *b)
-{
-	return strcmp(a ? a : "", b ? b : "");
-}
-
-/* Diff rows by name, file, line: to find a row's counts. */
-static int cmp_key(const void *a, const void *b)
-{
-	const struct prof_diff_row *x = *(const struct prof_diff_row *const *)a;
-	const struct prof_diff_row *y = *(const struct prof_diff_row *const *)b;
-	int c = cmp_str(x->name, y->name);
-
-	if (!c)
-		c = cmp_str(x->file, y->file);
-	return c ? c : (x->line > y->line) - (x->line < y->line);
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -277,12 +249,17 @@ static bool selected(const struct diff_args *da, const char *name)
 	return !(da->ignore && regexec(&da->ignore_re, name, 0, NULL, 0) == 0);
 }
 
-/* Tests one entry against the noise, from its row's counts (key). */
-static void test_entry(const struct diff_args *da, struct diff_entry *e,
-		       const struct prof_diff_row *counts, double n_base, double n_new)
+/*
+ * Tests one entry against the noise: its shares (of the compared type) as
+ * proportions of the profiles' sample counts, so that the margin shown is
+ * the margin of the change shown.
+ */
+static void test_entry(const struct diff_args *da, struct diff_entry *e, double n_base,
+		       double n_new)
 {
-	double b = da->flat ? counts->base_flat : counts->base_cum;
-	double a = da->flat ? counts->new_flat : counts->new_cum;
+	const struct prof_diff_row *r = e->row;
+	double b = da->flat ? r->base_flat : r->base_cum;
+	double a = da->flat ? r->new_flat : r->new_cum;
 
 	prof_sig_compare(b / 100, n_base, a / 100, n_new, da->confidence, &e->sig);
 	e->tested = true;
@@ -311,31 +288,19 @@ static void check_power(const struct diff_args *da, const struct diff_side *base
 			    (double)new_side->samples < res->needed;
 }
 
-/*
- * Selects, tests and sorts the rows of d; cd holds the same rows on the
- * sample counts (NULL: no counts, nothing is tested).  Returns 0 or -ENOMEM.
- */
+/* Selects, tests and sorts the rows of d.  Returns 0 or -ENOMEM. */
 static int evaluate(const struct diff_args *da, const struct diff_side *base,
 		    const struct diff_side *new_side, const struct prof_diff *d,
-		    const struct prof_diff *cd, struct diff_result *res)
+		    struct diff_result *res)
 {
-	const struct prof_diff_row **keys = NULL;
 	size_t i;
 
 	res->entries = calloc(d->n_rows ? d->n_rows : 1, sizeof(*res->entries));
-	if (cd)
-		keys = calloc(cd->n_rows ? cd->n_rows : 1, sizeof(*keys));
-	if (!res->entries || (cd && !keys)) {
-		free(keys);
+	if (!res->entries)
 		return -ENOMEM;
-	}
-	for (i = 0; cd && i < cd->n_rows; i++)
-		keys[i] = &cd->rows[i];
-	if (cd)
-		qsort(keys, cd->n_rows, sizeof(*keys), cmp_key);
-	res->tested = cd != NULL;
+	res->tested = base->samples > 0 && new_side->samples > 0;
 	for (i = 0; i < d->n_rows; i++) {
-		const struct prof_diff_row *r = &d->rows[i], *const *k = NULL;
+		const struct prof_diff_row *r = &d->rows[i];
 		struct diff_entry *e = &res->entries[res->n];
 
 		if (!selected(da, r->name))
@@ -343,17 +308,15 @@ static int evaluate(const struct diff_args *da, const struct diff_side *base,
 		res->n++;
 		e->row = r;
 		e->change = da->flat ? r->d_flat : r->d_cum;
-		if (cd)
-			k = bsearch(&r, keys, cd->n_rows, sizeof(*keys), cmp_key);
-		if (k)
-			test_entry(da, e, *k, (double)base->samples, (double)new_side->samples);
-		/* Without counts the threshold alone decides, as before. */
-		e->significant = fabs(e->change) > da->threshold && (!cd || (k && e->sig.significant));
+		if (res->tested)
+			test_entry(da, e, (double)base->samples, (double)new_side->samples);
+		/* Without sample counts the threshold alone decides, as before. */
+		e->significant = fabs(e->change) > da->threshold &&
+				 (!res->tested || e->sig.significant);
 		e->regression = e->significant && e->change > 0;
 		res->n_significant += e->significant;
 		res->n_regressions += e->regression;
 	}
-	free(keys);
 	qsort(res->entries, res->n, sizeof(*res->entries), cmp_entry);
 	check_power(da, base, new_side, res);
 	return 0;
@@ -417,7 +380,7 @@ int cmd_diff(int argc, char **argv)
 		CLI_OPTION_END,
 	};
 	struct diff_side base = { 0 }, new_side = { 0 };
-	struct prof_diff *d = NULL, *cd = NULL;
+	struct prof_diff *d = NULL;
 	struct diff_result res = { 0 };
 	enum cli_parse_result pr;
 	int code, first;
@@ -440,10 +403,10 @@ int cmd_diff(int argc, char **argv)
 		return CPROF_EXIT_USAGE;
 	base.path = argv[first];
 	new_side.path = argv[first + 1];
-	code = compare(&da, &base, &new_side, &d, &cd);
+	code = compare(&da, &base, &new_side, &d);
 	if (code)
 		goto out;
-	if (evaluate(&da, &base, &new_side, d, cd, &res) < 0) {
+	if (evaluate(&da, &base, &new_side, d, &res) < 0) {
 		cli_error("cannot compare '%s' with '%s': %s", new_side.path, base.path,
 			  strerror(ENOMEM));
 		code = CPROF_EXIT_FATAL;
@@ -454,7 +417,6 @@ int cmd_diff(int argc, char **argv)
 		code = res.n_regressions ? DIFF_EXIT_GREW : CPROF_EXIT_OK;
 out:
 	free(res.entries);
-	prof_diff_free(cd);
 	prof_diff_free(d);
 	free_side(&new_side);
 	free_side(&base);

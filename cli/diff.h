@@ -38,16 +38,15 @@ struct diff_side {
 	const char *path;
 	struct prof_rd_profile *p;
 	struct prof_rpt *r;	/* the compared type */
-	struct prof_rpt *counts;	/* the samples/count type, NULL: none (or r) */
-	int64_t samples;	/* samples in the profile, 0: unknown */
+	int64_t samples;	/* samples in the profile (its samples type), 0: unknown */
 };
 
 /* One compared function (or line), after --focus / --ignore. */
 struct diff_entry {
 	const struct prof_diff_row *row;
 	double change;		/* the gated change: d_cum, or d_flat with --flat */
-	struct prof_sig sig;	/* on the sample counts; valid when tested */
-	bool tested;		/* counts were available for it */
+	struct prof_sig sig;	/* the noise test of change; valid when tested */
+	bool tested;		/* both profiles count their samples */
 	bool significant;	/* |change| > threshold, beyond the noise */
 	bool regression;	/* significant, and a growth */
 };
