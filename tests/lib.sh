@@ -250,6 +250,59 @@ expect_target_ok() {
 	[ "$WAIT_STATUS" -eq 0 ] || fail "$2: target exit status $WAIT_STATUS, expected 0"
 }
 
+# ---- terminals -----------------------------------------------------------
+
+# lib_on_pty_script: writes the python3 program (its pty module) on_pty runs.
+lib_on_pty_script() {
+	cat >"$TMP/on_pty.py" <<'EOF'
+import os, pty, select, sys, time
+out, ctrlc = sys.argv[1], sys.argv[2]
+pid, fd = pty.fork()
+if pid == 0:
+    try:
+        os.execvp(sys.argv[3], sys.argv[3:])
+    finally:
+        os._exit(127)
+data, seen, typed, end = b"", None, False, time.time() + 60
+while time.time() < end:
+    if ctrlc != "-" and not typed and seen and time.time() >= seen + float(ctrlc):
+        os.write(fd, b"\x03")  # the line discipline turns it into SIGINT
+        typed = True
+    if select.select([fd], [], [], 0.05)[0]:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the child side is closed
+            break
+        if not chunk:
+            break
+        data += chunk
+        if seen is None and b" samples, " in data:
+            seen = time.time()
+else:
+    os.kill(pid, 9)
+    open(out, "wb").write(data)
+    sys.exit("timed out after 60 s")
+_, st = os.waitpid(pid, 0)
+open(out, "wb").write(data)
+print(os.WEXITSTATUS(st) if os.WIFEXITED(st) else 128 + os.WTERMSIG(st))
+EOF
+}
+
+# on_pty OUT CTRLC_AFTER CMD...: run CMD on a new pseudo-terminal (its
+# controlling terminal: stdin, stdout and stderr), copy everything it shows
+# to OUT; CTRLC_AFTER seconds after the first status line, type Ctrl-C
+# ("-": never).  Sets PTY_STATUS.  Bounded: 60 s.
+on_pty() {
+	local out=$1 after=$2
+	shift 2
+	command -v python3 >/dev/null 2>&1 ||
+		fail "python3 is needed to run cprof on a pseudo-terminal and is not installed"
+	[ -s "$TMP/on_pty.py" ] || lib_on_pty_script
+	info "on a pty: $*"
+	PTY_STATUS=$(timeout -k 5 90 python3 "$TMP/on_pty.py" "$out" "$after" "$@" 2>"$out.err") ||
+		fail "cannot run '$*' on a pseudo-terminal: $(cat "$out.err")"
+}
+
 # ---- cprof ---------------------------------------------------------------
 
 require_cprof() {
