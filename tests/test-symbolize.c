@@ -248,6 +248,20 @@ static int make_debuglink_copy(const char *dir, const char *name, const char *su
 	return system(cmd) == 0 ? 0 : -1;
 }
 
+/* Appends one byte to dir/name: its CRC no longer matches a debuglink. */
+static int append_byte(const char *dir, const char *name)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "a");
+	if (!f)
+		return -1;
+	fputc(0, f);
+	return fclose(f) == 0 ? 0 : -1;
+}
+
 /* Maps path whole and executable; returns the runtime address of known_fn in it. */
 static uint64_t map_copy(const char *path, uint64_t my_bias)
 {
@@ -538,39 +552,48 @@ free_maps:
  */
 static void test_debuglink(pid_t child, const char *dir, const uint64_t *addrs)
 {
-	static const char *const names[2] = { "dl-subdir", "dl-beside" };
+	static const char *const names[3] = { "dl-subdir", "dl-beside", "dl-wrong" };
+	static const char *const where[3] = { ".debug/ subdir", "beside it",
+					      "a debug file whose CRC does not match" };
 	struct proc_maps maps = { NULL, 0 };
 	struct proc_modules *t = NULL;
-	struct sym_ctx *ctx = NULL;
+	const struct proc_module *m;
+	const struct sym_frame *fr;
+	struct sym_ctx *ctx;
+	bool named;
+	size_t n;
+	int i, ret;
 
-	if (proc_maps_read(child, &maps) < 0 || proc_modules_create(&t, child) < 0) {
-		check(false, "debuglink: read the maps of the child");
-		goto free_maps;
-	}
-	if (proc_modules_update(t, &maps) < 0 || sym_create(&ctx, t, 0) < 0) {
-		check(false, "debuglink: set up its modules and a symbolizer");
+	if (proc_maps_read(child, &maps) < 0 || proc_modules_create(&t, child) < 0 ||
+	    proc_modules_update(t, &maps) < 0) {
+		check(false, "debuglink: read the maps and modules of the child");
 		goto destroy_t;
 	}
-	for (int i = 0; i < 2; i++) {
-		const struct proc_module *m = proc_modules_lookup(t, addrs[i]);
-		const struct sym_frame *fr = NULL;
-		size_t n = 0;
-		int ret = -1;
-
-		if (m != NULL)
+	/* The copies share one build id: a context each, or the second
+	 * would be answered from the first one's cache. */
+	for (i = 0; i < 3; i++) {
+		fr = NULL;
+		n = 0;
+		ret = -1;
+		ctx = NULL;
+		m = proc_modules_lookup(t, addrs[i]);
+		if (m && sym_create(&ctx, t, 0) == 0)
 			ret = sym_lookup(ctx, m, addrs[i], false, &fr, &n);
-		check(m != NULL && ret == 0 && n == 1 && fr[0].function &&
-		      strcmp(fr[0].function, "known_fn") == 0 &&
-		      ends_with(fr[0].file, "test-symbolize.c") && fr[0].line == known_fn_line &&
-		      sym_module_has_lines(ctx, m),
-		      "stripped copy %s/%s finds its debug file by .gnu_debuglink (%s)", dir,
-		      names[i], i == 0 ? ".debug/ subdir" : "beside it");
+		named = m && ret == 0 && n == 1 && fr[0].function &&
+			strcmp(fr[0].function, "known_fn") == 0 &&
+			ends_with(fr[0].file, "test-symbolize.c") && fr[0].line == known_fn_line &&
+			sym_module_has_lines(ctx, m);
+		if (i < 2)
+			check(named, "stripped copy %s/%s finds its debug file by .gnu_debuglink (%s)",
+			      dir, names[i], where[i]);
+		else
+			check(m && ret == 0 && !named, "stripped copy %s/%s ignores %s", dir,
+			      names[i], where[i]);
 		print_frames(fr, n);
+		sym_destroy(ctx);
 	}
-	sym_destroy(ctx);
 destroy_t:
 	proc_modules_destroy(t);
-free_maps:
 	proc_maps_free(&maps);
 }
 
@@ -654,7 +677,7 @@ int main(int argc, char **argv)
 	char corrupt_path[] = "/tmp/cprof-test-symbolize-corrupt-XXXXXX";
 	char trunc_path[] = "/tmp/cprof-test-symbolize-trunc-XXXXXX";
 	char dl_dir[] = "/tmp/cprof-test-symbolize-dl-XXXXXX";
-	uint64_t addrs[4] = { 0, 0, 0, 0 };
+	uint64_t addrs[5] = { 0, 0, 0, 0, 0 };
 	bool have_debuglink = false;
 	struct expect e_main;
 	int ready[2], block[2], fd;
@@ -686,7 +709,9 @@ int main(int argc, char **argv)
 		/* objcopy is there: failing to make the copies is a failure. */
 		have_debuglink = mkdtemp(dl_dir) &&
 				 make_debuglink_copy(dl_dir, "dl-subdir", ".debug") == 0 &&
-				 make_debuglink_copy(dl_dir, "dl-beside", ".") == 0;
+				 make_debuglink_copy(dl_dir, "dl-beside", ".") == 0 &&
+				 make_debuglink_copy(dl_dir, "dl-wrong", ".") == 0 &&
+				 append_byte(dl_dir, "dl-wrong.debug") == 0;
 		check(have_debuglink, "stripped copies with .gnu_debuglink made in %s", dl_dir);
 	} else {
 		skip(".gnu_debuglink lookups", "objcopy not found");
@@ -728,6 +753,8 @@ int main(int argc, char **argv)
 			addrs[2] = map_copy(path, e_main.bias);
 			snprintf(path, sizeof(path), "%s/dl-beside", dl_dir);
 			addrs[3] = map_copy(path, e_main.bias);
+			snprintf(path, sizeof(path), "%s/dl-wrong", dl_dir);
+			addrs[4] = map_copy(path, e_main.bias);
 		}
 		if (write(ready[1], addrs, sizeof(addrs)) != (ssize_t)sizeof(addrs))
 			_exit(1);
