@@ -362,6 +362,26 @@ static int print(const struct diff_args *da, const struct diff_side *base,
 	return 0;
 }
 
+/* What the table cannot check: -o and the patterns.  Returns 0, or the exit
+ * code once reported. */
+static int check_args(struct diff_args *da)
+{
+	int ret;
+
+	if (da->output && da->format != DIFF_SVG) {
+		cli_error("diff: -o is for -f svg; the other formats go to standard output");
+		return CPROF_EXIT_USAGE;
+	}
+	if (da->output) {
+		ret = cli_check_output(da->output);
+		if (ret < 0) {
+			cli_error("cannot write '%s': %s", da->output, strerror(-ret));
+			return CPROF_EXIT_FATAL;
+		}
+	}
+	return compile_patterns(da) < 0 ? CPROF_EXIT_USAGE : 0;
+}
+
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_args da = { .threshold = 5, .confidence = 0.99, .by = PROF_RPT_FUNCTION };
@@ -388,19 +408,9 @@ int cmd_diff(int argc, char **argv)
 	pr = cli_parse_options(&diff_line, opts, argc, argv, &first);
 	if (pr != CLI_PARSE_OK)
 		return cli_parse_exit_code(pr);
-	if (da.output && da.format != DIFF_SVG) {
-		cli_error("diff: -o is for -f svg; the other formats go to standard output");
-		return CPROF_EXIT_USAGE;
-	}
-	if (da.output) {
-		code = cli_check_output(da.output);
-		if (code < 0) {
-			cli_error("cannot write '%s': %s", da.output, strerror(-code));
-			return CPROF_EXIT_FATAL;
-		}
-	}
-	if (compile_patterns(&da) < 0)
-		return CPROF_EXIT_USAGE;
+	code = check_args(&da);
+	if (code)
+		return code;
 	base.path = argv[first];
 	new_side.path = argv[first + 1];
 	code = compare(&da, &base, &new_side, &d);

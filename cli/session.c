@@ -407,6 +407,21 @@ static int session_outcome(const struct sampler *s, int ret, pid_t pid, struct p
 	return CPROF_EXIT_PARTIAL;
 }
 
+/* After the profile is written: the summary and what debuginfo was missing
+ * (unless -q), and the JSON object with --json. */
+static void report_session(const struct cli_session *a, pid_t pid, const struct sampler *s,
+			   struct sym_live *live)
+{
+	size_t i;
+
+	if (!a->quiet)
+		print_summary(a, sampler_get_stats(s));
+	for (i = 0; !a->quiet && print_missing(live, i); i++)
+		;
+	if (a->json)
+		print_json(a, pid, sampler_get_stats(s), live);
+}
+
 int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		    void (*after_attach)(void *), void *arg, struct sampler_stats *final)
 {
@@ -428,7 +443,6 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	};
 	struct progress pr = { .duration_ns = a->duration_ns };
 	struct sym_live *live = NULL;
-	size_t i;
 	struct sampler *s = NULL;
 	int code, ret;
 
@@ -459,16 +473,10 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		goto out;
 	ret = write_profile(s, live, a, pid, what, &pr);
 	progress_clear(&pr);
-	if (ret < 0) {
+	if (ret < 0)
 		code = CPROF_EXIT_FATAL;
-	} else {
-		if (!a->quiet)
-			print_summary(a, sampler_get_stats(s));
-		for (i = 0; !a->quiet && print_missing(live, i); i++)
-			;
-		if (a->json)
-			print_json(a, pid, sampler_get_stats(s), live);
-	}
+	else
+		report_session(a, pid, s, live);
 out:
 	sym_live_destroy(live);
 	sampler_destroy(s);
