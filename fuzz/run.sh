@@ -6,7 +6,7 @@
 #
 # BUILD_DIR is a configured and built cprof tree (it provides config.h and
 # the protoc-c output); SECONDS (default 60) is the time per harness;
-# HARNESS names which ones run (symbolize, maps, reader; default all).
+# HARNESS names which ones run (symbolize, maps, reader, unwind; default all).
 # Needs clang with libFuzzer: on Debian 12 the packages clang-14 and
 # libclang-rt-14-dev (run as root, this script installs the latter if
 # -fsanitize=fuzzer does not link).  CC overrides the compiler (default clang).
@@ -15,6 +15,9 @@
 #   fuzz-maps       text through sym_maps_parse and sym_maps_find
 #   fuzz-reader     bytes as a pprof file through prof_rd_buffer, then
 #                   reports, diffs and flame graphs of what reads
+#   fuzz-unwind     ELF bytes as a module's file, through the .debug_frame
+#                   index (or .gopclntab's CFI) and libunwind lookups in it,
+#                   the Go pc-line table and the thread roots
 #
 # Everything goes to BUILD_DIR/fuzz/: binaries, corpora (kept between runs),
 # logs, and the crashing inputs (artifacts/).  Crashing inputs of at most
@@ -31,11 +34,11 @@ say() { echo "run.sh: $*"; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" 2>/dev/null && pwd) || die "no build directory '$1'"
 seconds=${2:-60}
-harnesses="symbolize maps reader"
+harnesses="symbolize maps reader unwind"
 if [ $# -ge 3 ]; then
 	shift 2
 	for h in "$@"; do
-		case " $harnesses " in *" $h "*) ;; *) die "no harness '$h' (symbolize, maps, reader)" ;; esac
+		case " $harnesses " in *" $h "*) ;; *) die "no harness '$h' (symbolize, maps, reader, unwind)" ;; esac
 	done
 	harnesses="$*"
 fi
@@ -99,7 +102,17 @@ for src in lib/grow.c lib/htab.c lib/utf8.c profile/atomic.c profile/reader.c pr
 done
 "$CC" $CFLAGS_F $rd_cflags -fsanitize=fuzzer "$root/fuzz/fuzz-reader.c" $rd_objs $rd_libs -lm \
 	-o "$out/fuzz-reader" || die "cannot build fuzz-reader"
-say "built $out/fuzz-symbolize, $out/fuzz-maps and $out/fuzz-reader"
+# The unwinder's readers of module files, over libunwind.
+uw_libs=$(pkg-config --libs libunwind-generic) || die "pkg-config --libs libunwind-generic failed"
+uw_objs=""
+for src in unwind/debug_frame.c unwind/roots.c; do
+	obj="$out/obj/uw_$(basename "$src" .c).o"
+	"$CC" $CFLAGS_F -fsanitize=fuzzer-no-link -c "$root/$src" -o "$obj" || die "cannot compile $src"
+	uw_objs="$uw_objs $obj"
+done
+"$CC" $CFLAGS_F -fsanitize=fuzzer "$root/fuzz/fuzz-unwind.c" $uw_objs $objs $pkg_libs $uw_libs -liberty \
+	-o "$out/fuzz-unwind" || die "cannot build fuzz-unwind"
+say "built $out/fuzz-symbolize, $out/fuzz-maps, $out/fuzz-reader and $out/fuzz-unwind"
 
 # ---- seeds ---------------------------------------------------------------
 sy="$out/seeds/symbolize"
@@ -127,6 +140,10 @@ if [ -f "$build/tests/targets/libhostile-churn.so" ]; then
 	strip -o "$sy/churn.stripped" "$build/tests/targets/libhostile-churn.so" 2>/dev/null
 fi
 [ "$n" -gt 0 ] || die "no ELF seed found"
+# The unwinder's harness starts from the same ELF files (chain-dframe has
+# CFI only in .debug_frame; Go binaries are too big to be seeds).
+rm -rf "$out/seeds/unwind"
+cp -r "$sy" "$out/seeds/unwind"
 cat /proc/self/maps >"$mp/self"
 cat "/proc/$$/maps" >"$mp/shell"
 printf '%s\n' \

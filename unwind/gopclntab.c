@@ -231,7 +231,8 @@ static bool step(const struct gopcln *p, size_t *off, uint64_t *pc, int32_t *val
 
 	if (!uvarint(p, off, &uv) || (uv == 0 && !first))
 		return false;
-	*val += (int32_t)(uv >> 1) ^ -(int32_t)(uv & 1);
+	/* Unsigned, as the table's values may be garbage: no overflow. */
+	*val = (int32_t)((uint32_t)*val + ((uv >> 1) ^ (0u - (uv & 1))));
 	if (!uvarint(p, off, &pcdelta))
 		return false;
 	*pc += (uint64_t)pcdelta * p->quantum;
