@@ -94,16 +94,35 @@ enum cli_opt_status cli_session_opt_stack_size(void *value, const char *arg)
 	return CLI_OPT_INVALID;
 }
 
+struct choice {
+	const char *name;
+	int value;
+};
+
+/* The value named arg among the n choices.  Returns false when none is. */
+static bool choose(const struct choice *c, size_t n, const char *arg, int *value)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (strcmp(arg, c[i].name) == 0) {
+			*value = c[i].value;
+			return true;
+		}
+	}
+	return false;
+}
+
 enum cli_opt_status cli_session_opt_mode(void *value, const char *arg)
 {
+	static const struct choice modes[] = {
+		{ "cpu", SAMPLER_CPU }, { "wall", SAMPLER_WALL },
+	};
 	struct cli_session *a = value;
+	int v;
 
-	if (strcmp(arg, "cpu") == 0) {
-		a->mode = SAMPLER_CPU;
-		return CLI_OPT_TAKEN;
-	}
-	if (strcmp(arg, "wall") == 0) {
-		a->mode = SAMPLER_WALL;
+	if (choose(modes, sizeof(modes) / sizeof(modes[0]), arg, &v)) {
+		a->mode = (enum sampler_mode)v;
 		return CLI_OPT_TAKEN;
 	}
 	cli_error("invalid mode '%s': cpu (running threads, CPU time) or wall "
@@ -113,15 +132,15 @@ enum cli_opt_status cli_session_opt_mode(void *value, const char *arg)
 
 enum cli_opt_status cli_session_opt_stop(void *value, const char *arg)
 {
+	static const struct choice policies[] = {
+		{ "thread", SAMPLER_STOP_THREAD }, { "process", SAMPLER_STOP_PROCESS },
+	};
 	struct cli_session *a = value;
+	int v;
 
 	a->stop_given = true;
-	if (strcmp(arg, "thread") == 0) {
-		a->stop = SAMPLER_STOP_THREAD;
-		return CLI_OPT_TAKEN;
-	}
-	if (strcmp(arg, "process") == 0) {
-		a->stop = SAMPLER_STOP_PROCESS;
+	if (choose(policies, sizeof(policies) / sizeof(policies[0]), arg, &v)) {
+		a->stop = (enum sampler_stop)v;
 		return CLI_OPT_TAKEN;
 	}
 	cli_error("invalid stop policy '%s': thread (one at a time) or process "
