@@ -167,7 +167,7 @@ static bool on_progress(void *arg, long done, long total)
 static void download(struct sym_live *l, struct dl_entry *e)
 {
 	struct sym_fetch_ops ops = { .progress = on_progress, .arg = l };
-	uint64_t start = now_ns(), bound = l->o.debuginfod_timeout_ns;
+	uint64_t start = now_ns(), bound = l->o.debuginfod_timeout_ns, spent;
 	bool by_budget = false;
 	int ret;
 
@@ -183,8 +183,8 @@ static void download(struct sym_live *l, struct dl_entry *e)
 	pthread_mutex_lock(&l->lock);
 	l->dl_module = NULL;
 	pthread_mutex_unlock(&l->lock);
-	l->budget_left_ns -= now_ns() - start < l->budget_left_ns ? now_ns() - start
-								   : l->budget_left_ns;
+	spent = now_ns() - start;
+	l->budget_left_ns -= spent < l->budget_left_ns ? spent : l->budget_left_ns;
 	e->err = ret;
 	if (!ret)
 		e->state = DL_FOUND;
@@ -215,8 +215,12 @@ static void download_next(struct sym_live *l)
 	}
 }
 
-/* One look at the target.  Out of memory ends the watch. */
-static int poll_once(struct sym_live *l)
+/*
+ * One look at the target: its perf map and, when discover, its modules
+ * (whose local debuginfo check may read files: never on the way out).
+ * Out of memory ends the watch.
+ */
+static int poll_once(struct sym_live *l, bool discover)
 {
 	int ret;
 
@@ -231,7 +235,7 @@ static int poll_once(struct sym_live *l)
 	if (proc_maps_read(l->o.pid, &l->maps) < 0)
 		return 0;	/* gone: what was learned stays */
 	ret = sym_perfmap_refresh(l->perfmap, &l->maps);
-	if (ret < 0 || !l->mods)
+	if (ret < 0 || !l->mods || !discover)
 		return ret;
 	ret = proc_modules_update(l->mods, &l->maps);
 	return ret < 0 ? ret : queue_new_modules(l);
@@ -244,7 +248,7 @@ static void *live_main(void *arg)
 	bool stop = false;
 
 	while (!stop) {
-		if (poll_once(l) < 0)
+		if (poll_once(l, true) < 0)
 			break;
 		if (l->mods && !stop_asked(l))
 			download_next(l);
@@ -327,7 +331,7 @@ void sym_live_stop(struct sym_live *l)
 	pthread_join(l->thread, NULL);
 	l->running = false;
 	/* what the runtime wrote since the last poll; no new downloads */
-	poll_once(l);
+	poll_once(l, false);
 	for (i = 0; i < l->n_dl; i++)
 		if (l->dl[i].state == DL_QUEUED)
 			l->dl[i].state = l->budget_left_ns ? DL_STOPPED : DL_NO_BUDGET;
