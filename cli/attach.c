@@ -14,11 +14,14 @@ static void attach_usage(FILE *f)
 		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
 		"                    [--stack-size BYTES]\n"
 		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
+		"                    [--children]\n"
 		"\n"
 		"Profiles the running process PID (all its threads) without restarting it and\n"
 		"writes a gzipped pprof profile.\n"
 		"\n"
 		"  -p, --pid PID          process to profile\n"
+		"      --children         its descendants too: those running now and those it\n"
+		"                         starts while profiled\n"
 		"  -d, --duration D       how long: 500ms, 30s, 2m, 1h (default: until Ctrl-C\n"
 		"                         or the process exits)\n"
 		"  -o, --output FILE      profile file (default cprof-PID.pb.gz; - for stdout)\n"
@@ -57,8 +60,10 @@ int cmd_attach(int argc, char **argv)
 {
 	struct cli_session a;
 	pid_t pid = 0;
+	bool children = false;
 	const struct cli_option opts[] = {
 		CLI_OPTION_CALLBACK('p', "pid", &pid, opt_pid),
+		CLI_OPTION_BOOL(0, "children", &children),
 		CLI_SESSION_OPTIONS(&a),
 		CLI_OPTION_END,
 	};
@@ -70,6 +75,8 @@ int cmd_attach(int argc, char **argv)
 	r = cli_parse_options(&attach_line, opts, argc, argv, &first);
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
+	if (children)
+		a.tracer_flags = TRACER_DESCENDANTS;
 	if (!pid) {
 		cli_error("attach: which process? give its pid with -p PID");
 		return CPROF_EXIT_USAGE;

@@ -76,6 +76,7 @@ struct cli_session {
 	bool stop_given;	/* --stop was on the command line */
 	bool no_debuginfod;	/* --no-debuginfod */
 	uint64_t debuginfod_timeout_ns;	/* --debuginfod-timeout: bound of one lookup */
+	unsigned tracer_flags;	/* TRACER_FOLLOW, TRACER_DESCENDANTS: the tree too */
 };
 
 void cli_session_defaults(struct cli_session *a);

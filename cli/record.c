@@ -30,11 +30,11 @@ static void record_usage(FILE *f)
 		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
 		"                    [--stack-size BYTES]\n"
 		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
-		"                    [--inproc] -- COMMAND [ARG...]\n"
+		"                    [--no-children] [--inproc] -- COMMAND [ARG...]\n"
 		"\n"
-		"Runs COMMAND, profiles it (every thread, from its first instruction) until it\n"
-		"exits or the duration ends, writes the profile, and exits with COMMAND's exit\n"
-		"status (128+N when a signal N killed it).\n"
+		"Runs COMMAND, profiles it (every thread of it and of every process it starts,\n"
+		"from their first instruction) until it exits or the duration ends, writes the\n"
+		"profile, and exits with COMMAND's exit status (128+N when a signal N killed it).\n"
 		"\n"
 		"  -d, --duration D       stop profiling after D; COMMAND runs on to its end\n"
 		"  -o, --output FILE      profile file (default cprof-COMMAND.pb.gz; - for stdout)\n"
@@ -47,6 +47,8 @@ static void record_usage(FILE *f)
 		"                         bound of one debuginfo download from DEBUGINFOD_URLS\n"
 		"                         (default 5s; a run's downloads get six times that)\n"
 		"      --no-debuginfod    download no debuginfo, even with DEBUGINFOD_URLS set\n"
+		"      --no-children      COMMAND alone, not the processes it starts (needed for\n"
+		"                         a setuid program it runs: traced, it runs unprivileged)\n"
 		"      --inproc           sample inside COMMAND instead (LD_PRELOAD of %s,\n"
 		"                         SIGPROF timers): the classic way, for comparison\n"
 		"  -f, --format FMT       pprof (default), collapsed (flamegraph.pl's folded\n"
@@ -359,9 +361,10 @@ static enum cli_parse_result check_inproc(const struct cli_session *a)
 int cmd_record(int argc, char **argv)
 {
 	struct cli_session a;
-	bool inproc = false;
+	bool inproc = false, no_children = false;
 	const struct cli_option opts[] = {
 		CLI_OPTION_BOOL(0, "inproc", &inproc),
+		CLI_OPTION_BOOL(0, "no-children", &no_children),
 		CLI_SESSION_OPTIONS(&a),
 		CLI_OPTION_END,
 	};
@@ -374,6 +377,7 @@ int cmd_record(int argc, char **argv)
 		r = check_inproc(&a);
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
+	a.tracer_flags = no_children ? 0 : TRACER_FOLLOW;
 	if (!a.output) {
 		snprintf(a.default_output, sizeof(a.default_output), "cprof-%.40s.pb.gz",
 			 basename(argv[first]));

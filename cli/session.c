@@ -18,6 +18,11 @@ static int label_of(uint32_t key, pid_t *tid, const char **name, void *arg)
 	return sampler_thread_label(arg, key, tid, name);
 }
 
+static int process_label_of(uint32_t key, pid_t *pid, const char **name, void *arg)
+{
+	return sampler_process_label(arg, key, pid, name);
+}
+
 /* Walks that reached a root; every other one is counted by its reason. */
 static uint64_t complete_count(const struct sampler_stats *st)
 {
@@ -224,6 +229,7 @@ static void session_of(struct prof_session *ps, struct session_text *t,
 			.time_nanos = (int64_t)st->start_realtime_ns,
 			.duration_nanos = (int64_t)st->elapsed_ns,
 			.thread_label = label_of,
+			.process_label = process_label_of,
 			.arg = (void *)s,
 		},
 		.comments = t->comments,
@@ -312,6 +318,29 @@ static void format_incomplete(char *buf, size_t len, const struct sampler_stats 
 	}
 }
 
+/* Per process, when the session followed a tree: its share of the samples
+ * and of their value.  Processes never sampled are left out (a script's
+ * many short helpers), and so is the list when there is one process. */
+static void print_processes(const struct sampler *s, const struct sampler_stats *st)
+{
+	struct sampler_process p;
+	size_t i, shown = 0;
+
+	if (sampler_process_count(s) < 2)
+		return;
+	for (i = 0; sampler_process_at(s, i, &p) == 0; i++) {
+		if (!p.samples)
+			continue;
+		fprintf(stderr, "cprof:   pid %d (%s): %llu samples (%.1f%%), %.3f s\n", (int)p.pid,
+			p.name, (unsigned long long)p.samples,
+			st->samples ? 100.0 * (double)p.samples / (double)st->samples : 0,
+			(double)p.value_ns / 1e9);
+		shown++;
+	}
+	if (i > shown)
+		fprintf(stderr, "cprof:   %zu processes in all, %zu with samples\n", i, shown);
+}
+
 static void print_summary(const struct cli_session *a, const struct sampler_stats *st)
 {
 	const struct tracer_stats *t = &st->tracer;
@@ -351,9 +380,26 @@ static void print_json_missing(const struct sym_live *live)
 	fputs("]", stdout);
 }
 
-static void print_json(const struct cli_session *a, pid_t pid, const struct sampler_stats *st,
+/* Every process of the session as a JSON array, the root first. */
+static void print_json_processes(const struct sampler *s)
+{
+	struct sampler_process p;
+	size_t i;
+
+	fputs("[", stdout);
+	for (i = 0; sampler_process_at(s, i, &p) == 0; i++) {
+		printf("%s{\"pid\": %d, \"name\": ", i ? ", " : "", (int)p.pid);
+		cli_json_string(stdout, p.name);
+		printf(", \"samples\": %llu, \"value_ns\": %llu}", (unsigned long long)p.samples,
+		       (unsigned long long)p.value_ns);
+	}
+	fputs("]", stdout);
+}
+
+static void print_json(const struct cli_session *a, pid_t pid, const struct sampler *s,
 		       const struct sym_live *live)
 {
+	const struct sampler_stats *st = sampler_get_stats(s);
 	const struct tracer_stats *t = &st->tracer;
 	uint64_t fresh = fresh_count(st);
 	char ends[256];
@@ -382,6 +428,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       ends, (unsigned long long)t->signals_reinjected, st->boosted ? "true" : "false",
 	       st->target_exited ? "true" : "false");
 	print_json_missing(live);
+	fputs(", \"processes\": ", stdout);
+	print_json_processes(s);
 	fputs("}\n", stdout);
 }
 
@@ -414,12 +462,14 @@ static void report_session(const struct cli_session *a, pid_t pid, const struct 
 {
 	size_t i;
 
-	if (!a->quiet)
+	if (!a->quiet) {
 		print_summary(a, sampler_get_stats(s));
+		print_processes(s, sampler_get_stats(s));
+	}
 	for (i = 0; !a->quiet && print_missing(live, i); i++)
 		;
 	if (a->json)
-		print_json(a, pid, sampler_get_stats(s), live);
+		print_json(a, pid, s, live);
 }
 
 int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
@@ -432,6 +482,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		.stack_size = a->stack_size,
 		.mode = a->mode,
 		.stop = a->stop,
+		.tracer_flags = a->tracer_flags,
 		.after_attach = after_attach,
 		.after_attach_arg = arg,
 	};

@@ -30,6 +30,7 @@ struct mod_entry {
 	struct proc_module pub;
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
+	bool fd_borrowed;	/* pub.fd is another entry's: not closed here */
 };
 
 struct index_entry {
@@ -39,7 +40,11 @@ struct index_entry {
 
 struct proc_modules {
 	pid_t pid;
-	/* Pointers, so that a module never moves once handed out. */
+	/* The table that holds the modules (and numbers them): this one, or
+	 * the one given to proc_modules_create_shared. */
+	struct proc_modules *store;
+	/* Pointers, so that a module never moves once handed out.  Used in
+	 * the store only. */
 	struct mod_entry **mods;
 	size_t n, cap;
 	struct index_entry *index;	/* mapped modules by text_start */
@@ -65,8 +70,18 @@ int proc_modules_create(struct proc_modules **out, pid_t pid)
 	if (!t)
 		return -ENOMEM;
 	t->pid = pid;
+	t->store = t;
 	*out = t;
 	return 0;
+}
+
+int proc_modules_create_shared(struct proc_modules **out, pid_t pid, struct proc_modules *store)
+{
+	int ret = proc_modules_create(out, pid);
+
+	if (ret == 0)
+		(*out)->store = store->store;
+	return ret;
 }
 
 void proc_modules_destroy(struct proc_modules *t)
@@ -78,7 +93,7 @@ void proc_modules_destroy(struct proc_modules *t)
 	for (i = 0; i < t->n; i++) {
 		struct mod_entry *e = t->mods[i];
 
-		if (e->pub.fd >= 0)
+		if (e->pub.fd >= 0 && !e->fd_borrowed)
 			close(e->pub.fd);
 		free(e->pub.path);
 		free(e->pub.build_id);
@@ -403,10 +418,32 @@ fallback:
 	return mf_fd;
 }
 
-static int add_module(struct proc_modules *t, const struct candidate *c,
+/* An open file of the same inode another module holds: processes of one
+ * tree map the same libraries at different places (each exec randomizes
+ * them), and one descriptor a file is enough. */
+static const struct mod_entry *same_inode(const struct proc_modules *t, const struct proc_map *m)
+{
+	size_t i;
+
+	if (!m->inode)
+		return NULL;
+	for (i = 0; i < t->n; i++) {
+		const struct mod_entry *e = t->mods[i];
+
+		if (e->pub.fd >= 0 && !e->pub.is_vdso && !e->pub.deleted && e->inode == m->inode &&
+		    e->dev_major == m->dev_major && e->dev_minor == m->dev_minor &&
+		    strcmp(e->pub.path, m->path) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static int add_module(struct proc_modules *owner, const struct candidate *c,
 		      const struct stat *exe, const char *exe_path)
 {
 	const struct proc_map *m = c->first_x;
+	struct proc_modules *t = owner->store;
+	const struct mod_entry *twin = NULL;
 	struct mod_entry *e;
 
 	if (t->n == t->cap) {
@@ -439,14 +476,23 @@ static int add_module(struct proc_modules *t, const struct candidate *c,
 
 	if (is_vdso(m)) {
 		e->pub.is_vdso = true;
-		e->pub.fd = copy_vdso(t->pid, m);
+		e->pub.fd = copy_vdso(owner->pid, m);
 		if (e->pub.fd >= 0) {
 			e->pub.open_path = strdup("[vdso]");
 			if (!e->pub.open_path)
 				goto close_fd;
 		}
 	} else {
-		e->pub.fd = open_module_file(t->pid, m, &e->pub.open_path);
+		twin = !m->deleted ? same_inode(t, m) : NULL;
+		if (twin) {
+			e->pub.fd = twin->pub.fd;
+			e->fd_borrowed = true;
+			e->pub.open_path = twin->pub.open_path ? strdup(twin->pub.open_path) : NULL;
+			if (twin->pub.open_path && !e->pub.open_path)
+				goto free_path;
+		} else {
+			e->pub.fd = open_module_file(owner->pid, m, &e->pub.open_path);
+		}
 		if (e->pub.fd == -ENOMEM)
 			goto free_path;
 		if (exe && m->inode != 0 &&
@@ -528,9 +574,10 @@ static int rebuild_index(struct proc_modules *t, const struct proc_maps *maps,
 	return 0;
 }
 
-static struct mod_entry *find_entry(struct proc_modules *t, const struct proc_map *m,
+static struct mod_entry *find_entry(struct proc_modules *owner, const struct proc_map *m,
 				    uint64_t base)
 {
+	struct proc_modules *t = owner->store;
 	size_t i;
 
 	for (i = t->n; i-- > 0;) {
@@ -626,8 +673,8 @@ int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
 		exe_path = exe_buf;
 	}
 
-	for (i = 0; i < t->n; i++)
-		t->mods[i]->pub.mapped = false;
+	for (i = 0; i < t->store->n; i++)
+		t->store->mods[i]->pub.mapped = false;
 
 	for (k = 0; k < ncands; k++) {
 		struct candidate *c = &cands[k];
@@ -648,7 +695,7 @@ int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
 		ret = add_module(t, c, have_exe ? &exe_st : NULL, exe_path);
 		if (ret < 0)
 			goto free_cands;
-		c->mod = &t->mods[t->n - 1]->pub;
+		c->mod = &t->store->mods[t->store->n - 1]->pub;
 		added++;
 	}
 
@@ -665,8 +712,8 @@ void proc_modules_unmap_all(struct proc_modules *t)
 {
 	size_t i;
 
-	for (i = 0; i < t->n; i++)
-		t->mods[i]->pub.mapped = false;
+	for (i = 0; i < t->store->n; i++)
+		t->store->mods[i]->pub.mapped = false;
 	t->nindex = 0;
 }
 
@@ -689,6 +736,7 @@ const struct proc_module *proc_modules_lookup(const struct proc_modules *t, uint
 
 const struct proc_module *proc_modules_get(const struct proc_modules *t, uint32_t id)
 {
+	t = t->store;
 	if (id == 0 || id > t->n)
 		return NULL;
 	return &t->mods[id - 1]->pub;
@@ -696,5 +744,5 @@ const struct proc_module *proc_modules_get(const struct proc_modules *t, uint32_
 
 size_t proc_modules_count(const struct proc_modules *t)
 {
-	return t->n;
+	return t->store->n;
 }

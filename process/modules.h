@@ -39,6 +39,17 @@ struct proc_modules;
 
 /* Creates an empty table for process pid.  Returns 0 or -errno. */
 int proc_modules_create(struct proc_modules **out, pid_t pid);
+/*
+ * A table for process pid whose modules live in store (another table made
+ * by proc_modules_create, which must outlive this one and be destroyed
+ * after it): the processes of one tree share one numbering, so a frame's
+ * module id means the same in each, and a file mapped at the same place in
+ * two processes (a fork) is one module.  Lookups see pid's mappings only;
+ * proc_modules_get and _count, on any of the tables, see every module.
+ * `mapped` then says whether a module was in the address space updated
+ * last.  Returns 0 or -errno.
+ */
+int proc_modules_create_shared(struct proc_modules **out, pid_t pid, struct proc_modules *store);
 void proc_modules_destroy(struct proc_modules *t);
 
 /*

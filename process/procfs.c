@@ -190,6 +190,96 @@ const char *procfs_syscall_name(long nr)
 	return syscall_names[nr];
 }
 
+static int push_pid(pid_t **v, size_t *n, size_t *cap, pid_t p)
+{
+	pid_t *nv;
+
+	if (*n == *cap) {
+		*cap = *cap ? *cap * 2 : 16;
+		nv = realloc(*v, *cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+	}
+	(*v)[(*n)++] = p;
+	return 0;
+}
+
+/* The whole of a /proc file whose size stat does not tell, NUL-terminated,
+ * into *out (malloc'd).  Returns 0 or -errno. */
+static int read_all(const char *path, char **out)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap), *nb;
+	ssize_t r;
+	int fd, ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		free(buf);
+		return -errno;
+	}
+	while ((r = read(fd, buf + len, cap - 1 - len)) > 0) {
+		len += (size_t)r;
+		if (len == cap - 1) {
+			nb = realloc(buf, cap * 2);
+			if (!nb) {
+				ret = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (r < 0 && ret == 0)
+		ret = -errno;
+	close(fd);
+	if (ret < 0) {
+		free(buf);
+		return ret;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	return 0;
+}
+
+int procfs_list_children(pid_t pid, pid_t **pids, size_t *n)
+{
+	pid_t *tids, *v = NULL;
+	size_t nt, i, cnt = 0, cap = 0;
+	char path[96], *buf = NULL, *p, *end;
+	int ret;
+
+	ret = procfs_list_tasks(pid, &tids, &nt);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < nt && ret == 0; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)tids[i]);
+		/* A thread gone meanwhile: its children went to another. */
+		if (read_all(path, &buf) < 0)
+			continue;
+		for (p = buf;; p = end) {
+			long c = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (c > 0 && (ret = push_pid(&v, &cnt, &cap, (pid_t)c)) < 0)
+				break;
+		}
+		free(buf);
+	}
+	free(tids);
+	if (ret < 0) {
+		free(v);
+		return ret;
+	}
+	*pids = v;
+	*n = cnt;
+	return 0;
+}
+
 int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n)
 {
 	char path[64];
@@ -306,6 +396,7 @@ void procfs_task_init(struct procfs_task *t, pid_t tid)
 	int k;
 
 	t->tid = tid;
+	t->pid = 0;
 	for (k = 0; k < PROCFS_NFILES; k++) {
 		t->f[k].fd = -1;
 		t->f[k].prev = t->f[k].next = NULL;
@@ -370,7 +461,7 @@ int procfs_task_fd(struct procfs_fdcache *c, struct procfs_task *t, enum procfs_
 	while (c->open >= c->budget && evict(c))
 		;
 	for (;;) {
-		fd = procfs_open_task(c->pid, t->tid, task_file_names[k]);
+		fd = procfs_open_task(t->pid ? t->pid : c->pid, t->tid, task_file_names[k]);
 		/* Out of descriptors (the budget's reserve used by something
 		 * else): make room from the cache rather than fail. */
 		if ((fd == -EMFILE || fd == -ENFILE) && evict(c))

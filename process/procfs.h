@@ -82,6 +82,7 @@ struct procfs_fd {
 
 struct procfs_task {
 	pid_t tid;
+	pid_t pid;		/* its process; 0: the cache's */
 	struct procfs_fd f[PROCFS_NFILES];
 };
 
@@ -124,6 +125,10 @@ int procfs_task_syscall(struct procfs_fdcache *c, struct procfs_task *t,
 
 /* Lists /proc/PID/task into a malloc'd array.  Returns 0 or -errno. */
 int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n);
+/* The children of every thread of pid (/proc/PID/task/TID/children; the
+ * kernel lists a child under the thread that forked it), into a malloc'd
+ * array.  Returns 0 or -errno (-ESRCH: no such process). */
+int procfs_list_children(pid_t pid, pid_t **pids, size_t *n);
 
 /* The value of a "Key:\tnumber" line of /proc/PID/status.  Returns 0 or -errno
  * (-ENOENT when the key is absent). */

@@ -184,11 +184,11 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 		      const int64_t *values, void *arg)
 {
 	struct exporter *x = arg;
-	struct prof_label labels[2];
-	char tid_str[24];
-	const char *name = NULL;
+	struct prof_label labels[4];
+	char tid_str[24], pid_str[24];
+	const char *name = NULL, *pname = NULL;
 	size_t i, k = 0, nl = 0;
-	pid_t tid;
+	pid_t tid, pid;
 	int ret;
 
 	if (cprof_grow(&x->loc_ids, &x->cap_loc_ids, n, sizeof(*x->loc_ids), 64) < 0)
@@ -211,6 +211,17 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 		labels[nl++] = (struct prof_label){ .key = "thread_id", .str = tid_str };
 		if (name && *name)
 			labels[nl++] = (struct prof_label){ .key = "thread_name", .str = name };
+	}
+	ret = x->o->process_label ? x->o->process_label(thread, &pid, &pname, x->o->arg) : -ENOENT;
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	if (ret == 0) {
+		/* A string: pprof drops numeric labels whose value is 0, and
+		 * thread_id is one already. */
+		snprintf(pid_str, sizeof(pid_str), "%d", (int)pid);
+		labels[nl++] = (struct prof_label){ .key = "pid", .str = pid_str };
+		if (pname && *pname)
+			labels[nl++] = (struct prof_label){ .key = "process_name", .str = pname };
 	}
 	return prof_add_sample(x->b, x->loc_ids, k, values, labels, nl);
 }

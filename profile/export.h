@@ -32,6 +32,9 @@ struct prof_export_opts {
 	 * label) or another -errno, which fails the export.
 	 */
 	int (*thread_label)(uint32_t key, pid_t *tid, const char **name, void *arg);
+	/* Thread key -> its process's pid and name, as string labels "pid"
+	 * and "process_name" (NULL: none); returns as thread_label does. */
+	int (*process_label)(uint32_t key, pid_t *pid, const char **name, void *arg);
 	void *arg;
 };
 

@@ -14,6 +14,7 @@
 #include "lib/clock.h"
 #include "process/maps.h"
 #include "process/procfs.h"
+#include "unwind/procs.h"
 #include "unwind/sampler.h"
 #include "unwind/snapshot.h"
 
@@ -30,6 +31,8 @@
 struct label {
 	pid_t tid;
 	char name[64];
+	struct samp_proc *proc;	/* the process the thread was in */
+	char proc_name[64];	/* its name then (an exec renames it) */
 };
 
 /* What the sampler keeps per traced thread (tracer_thread.user). */
@@ -38,6 +41,7 @@ struct samp_thread {
 	uint64_t seen_run_ns;		/* ... when it was chosen for this one */
 	struct procfs_sched captured;	/* wall: schedstat when last captured */
 	uint32_t label;
+	struct samp_proc *proc;
 	bool primed;
 	bool have_last;			/* wall: last_frames hold its stack */
 	size_t n_last;
@@ -47,12 +51,10 @@ struct samp_thread {
 struct sampler {
 	struct sampler_opts o;
 	struct tracer *tracer;
-	struct proc_maps maps;
-	struct proc_maps stop_maps;	/* read during a stop, for process_snaps */
-	int maps_fd;		/* /proc/PID/maps for PROCMAP_QUERY; -ENOTTY: unsupported */
-	bool stop_maps_valid;
-	struct proc_modules *mods;
-	struct remote_unwinder *unwinder;
+	struct proc_modules *mods;	/* the modules of every process (the store) */
+	struct samp_proc **procs;	/* every process seen; procs[0] is the root */
+	size_t n_procs, cap_procs;
+	bool retire;		/* some process is gone: release its state */
 	struct prof_stacks *stacks;
 	struct snap *snaps;	/* captured this round, waiting to be unwound */
 	size_t n_snaps, cap_snaps;
@@ -63,7 +65,6 @@ struct sampler {
 	size_t cap_pick;
 	struct label *labels;
 	size_t n_labels, cap_labels;
-	uint64_t maps_read_ns;
 	uint64_t period_ns;
 	int pending_events;	/* TRACER_EV_* seen while waiting for stops */
 	bool holding;		/* on_stop holds threads (--stop process, gathering) */
@@ -73,7 +74,7 @@ struct sampler {
 };
 
 /* Returns the new label (1..N), or 0 with s->error set: out of memory. */
-static uint32_t add_label(struct sampler *s, pid_t tid, const char *name)
+static uint32_t add_label(struct sampler *s, pid_t tid, const char *name, struct samp_proc *p)
 {
 	if (s->n_labels == s->cap_labels) {
 		size_t cap = s->cap_labels ? s->cap_labels * 2 : 64;
@@ -88,6 +89,9 @@ static uint32_t add_label(struct sampler *s, pid_t tid, const char *name)
 	}
 	s->labels[s->n_labels].tid = tid;
 	snprintf(s->labels[s->n_labels].name, sizeof(s->labels[0].name), "%s", name);
+	s->labels[s->n_labels].proc = p;
+	snprintf(s->labels[s->n_labels].proc_name, sizeof(s->labels[0].proc_name), "%s",
+		 p ? p->name : "");
 	return (uint32_t)++s->n_labels;
 }
 
@@ -96,20 +100,44 @@ static void update_label(struct sampler *s, struct tracer_thread *th, const char
 {
 	struct samp_thread *st = th->user;
 
-	if (!st->label || strcmp(s->labels[st->label - 1].name, comm) != 0)
-		st->label = add_label(s, th->tid, comm);
+	if (!st->label || strcmp(s->labels[st->label - 1].name, comm) != 0 ||
+	    strcmp(s->labels[st->label - 1].proc_name, st->proc->name) != 0)
+		st->label = add_label(s, th->tid, comm, st->proc);
 }
 
-static int refresh_maps(struct sampler *s)
+/* The record of process pid, made when first seen; NULL with s->error set:
+ * out of memory. */
+static struct samp_proc *proc_of(struct sampler *s, pid_t pid)
 {
-	int ret = proc_maps_read(s->o.pid, &s->maps);
+	struct samp_proc *p;
+	size_t i;
 
-	if (ret < 0)
-		return ret;
-	s->maps_read_ns = cprof_now_ns();
-	ret = proc_modules_update(s->mods, &s->maps);
-	remote_flush(s->unwinder);
-	return ret < 0 ? ret : 0;
+	/* Newest first: a thread's process is usually one seen lately. */
+	for (i = s->n_procs; i-- > 0;) {
+		if (s->procs[i]->pid == pid && !s->procs[i]->gone)
+			return s->procs[i];
+	}
+	if (s->n_procs == s->cap_procs) {
+		size_t cap = s->cap_procs ? s->cap_procs * 2 : 8;
+		struct samp_proc **nv = realloc(s->procs, cap * sizeof(*nv));
+
+		if (!nv)
+			goto nomem;
+		s->procs = nv;
+		s->cap_procs = cap;
+	}
+	if (procs_create(&p, pid, s->mods, NULL) < 0)
+		goto nomem;
+	s->procs[s->n_procs++] = p;
+	return p;
+nomem:
+	s->error = -ENOMEM;
+	return NULL;
+}
+
+static int refresh_maps(struct samp_proc *p)
+{
+	return procs_refresh(p, cprof_now_ns());
 }
 
 static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared, void *arg)
@@ -121,6 +149,11 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 
 	if (!appeared) {
 		if (st) {
+			if (st->proc && --st->proc->n_threads == 0) {
+				/* Released after the copies waiting are unwound. */
+				st->proc->gone = true;
+				s->retire = true;
+			}
 			free(st->last_frames);
 			free(st);
 		}
@@ -132,6 +165,12 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 		s->error = -ENOMEM;	/* ends the session at the next tick */
 		return;
 	}
+	st->proc = proc_of(s, th->tgid);
+	if (!st->proc) {
+		free(st);
+		return;
+	}
+	st->proc->n_threads++;
 	th->user = st;
 	/* CPU used before we saw the thread is not ours to attribute. */
 	if (procfs_task_sched(tracer_fds(t), &th->task, &sc) == 0) {
@@ -139,9 +178,9 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 		st->primed = true;
 	}
 	if (procfs_task_stat(tracer_fds(t), &th->task, &ps) == 0)
-		st->label = add_label(s, th->tid, ps.comm);
+		st->label = add_label(s, th->tid, ps.comm, st->proc);
 	else
-		st->label = add_label(s, th->tid, "");
+		st->label = add_label(s, th->tid, "", st->proc);
 }
 
 static struct snap *next_snap(struct sampler *s)
@@ -164,70 +203,36 @@ static struct snap *next_snap(struct sampler *s)
 	return &s->snaps[s->n_snaps];
 }
 
-/*
- * Whether the cached maps are wrong about pc, judged while its thread is
- * stopped: pc in no module and not in a known JIT (anonymous executable)
- * mapping, or in memory they say is not executable, or — asked of the
- * kernel where it can answer in one ioctl — in a mapping that is not the
- * one they remember there (dlopen/dlclose and mmap churn reuse addresses:
- * without this a library's pcs were named after whatever was there before).
- */
-static bool pc_unknown(struct sampler *s, uint64_t pc)
-{
-	const struct proc_map *m = proc_maps_find(&s->maps, pc);
-	struct proc_map v;
-
-	if (!proc_modules_lookup(s->mods, pc)) {
-		/* Code runs only from executable memory. */
-		return !m || !(m->perms & PROC_MAP_X) || m->path[0] == '/';
-	}
-	if (s->maps_fd == -ENOTTY)
-		return false;
-	if (s->maps_fd < 0) {
-		char path[64];
-
-		snprintf(path, sizeof(path), "/proc/%d/maps", (int)s->o.pid);
-		s->maps_fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (s->maps_fd < 0) {
-			s->maps_fd = -ENOTTY;
-			return false;
-		}
-	}
-	if (proc_maps_query(s->maps_fd, pc, &v) == -ENOTTY) {
-		close(s->maps_fd);
-		s->maps_fd = -ENOTTY;	/* an older kernel: never ask again */
-		return false;
-	}
-	return !m || v.start != m->start || v.end != m->end || v.inode != m->inode ||
-	       v.offset != m->offset;
-}
-
 static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
 {
 	struct sampler *s = arg;
 	struct samp_thread *st = th->user;
 	bool hold = s->holding;
+	struct samp_proc *p;
 	struct snap *sn;
 
 	/* A job-control stop uses no CPU: nothing to sample in cpu mode. */
 	if (!st || (group_stopped && s->o.mode == SAMPLER_CPU))
+		return false;
+	p = st->proc;
+	if (!p->ready && refresh_maps(p) < 0)
 		return false;
 	sn = next_snap(s);
 	if (!sn) {
 		s->error = -ENOMEM;
 		return false;
 	}
-	if (snap_capture(sn, s->o.pid, th->tid, &th->regs, &s->maps) < 0)
+	if (snap_capture(sn, p->pid, th->tid, &th->regs, &p->maps) < 0)
 		return false;
-	if (pc_unknown(s, sn->regs.rip) && proc_maps_read(s->o.pid, &s->stop_maps) == 0) {
+	if (procs_pc_unknown(p, sn->regs.rip) && proc_maps_read(p->pid, &p->stop_maps) == 0) {
 		/* Still stopped: a library mapped for a moment (dlopen and
 		 * dlclose in a loop) is in the maps now and may be gone once
 		 * the thread runs.  Modules are made from this copy later,
 		 * off the stop.  Not rate-limited: it costs one read of maps
 		 * per sample whose pc is in code nobody knows yet (never for
 		 * JIT code in anonymous memory, see pc_unknown). */
-		s->stop_maps_valid = true;
-		s->maps_read_ns = cprof_now_ns();
+		p->stop_maps_valid = true;
+		p->maps_read_ns = cprof_now_ns();
 	}
 	sn->cpu_ns = st->seen_run_ns - st->sampled_run_ns;
 	sn->key = st->label;
@@ -238,24 +243,19 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	return hold;
 }
 
-static void on_exec(struct tracer *t, void *arg)
+static void on_exec(struct tracer *t, pid_t pid, void *arg)
 {
 	struct sampler *s = arg;
+	struct samp_proc *p = proc_of(s, pid);
 	size_t i, n = tracer_thread_count(t);
 
-	proc_modules_unmap_all(s->mods);
-	/* An open maps file stays bound to the address space it was opened
-	 * on, which exec just replaced. */
-	if (s->maps_fd >= 0) {
-		close(s->maps_fd);
-		s->maps_fd = -1;
-	}
-	refresh_maps(s);
+	if (p)
+		procs_exec(p, cprof_now_ns());
 	/* Stacks kept for reuse belong to the old image. */
 	for (i = 0; i < n; i++) {
 		struct samp_thread *st = tracer_thread_at(t, i)->user;
 
-		if (st)
+		if (st && st->proc == p)
 			st->have_last = false;
 	}
 }
@@ -274,12 +274,12 @@ static const struct tracer_ops sampler_ops = {
  * code) is no reason: re-reading would find the same.
  * MAPS_MIN_NS keeps a burst of such samples to one re-read.
  */
-static bool needs_maps_retry(const struct sampler *s, const struct snap *sn,
+static bool needs_maps_retry(const struct samp_proc *p, const struct snap *sn,
 			     const struct prof_frame *f, size_t n)
 {
 	size_t i;
 
-	if (cprof_now_ns() - s->maps_read_ns < MAPS_MIN_NS)
+	if (cprof_now_ns() - p->maps_read_ns < MAPS_MIN_NS)
 		return false;
 	if (sn->sp_unmapped)
 		return true;
@@ -288,7 +288,7 @@ static bool needs_maps_retry(const struct sampler *s, const struct snap *sn,
 
 		if (f[i].module || (f[i].flags & PROF_FRAME_TRUNCATED))
 			continue;
-		m = proc_maps_find(&s->maps, f[i].addr);
+		m = proc_maps_find(&p->maps, f[i].addr);
 		if (!m || !(m->perms & PROC_MAP_X) || m->path[0] == '/')
 			return true;
 	}
@@ -304,19 +304,20 @@ static size_t unknown_frames(const struct prof_frame *f, size_t n)
 	return k;
 }
 
-static size_t unwind_snap(struct sampler *s, const struct snap *sn, enum remote_end *end)
+static size_t unwind_snap(struct sampler *s, struct samp_proc *p, const struct snap *sn,
+			  enum remote_end *end)
 {
-	size_t n = remote_unwind(s->unwinder, sn, s->frames, s->o.max_frames, end);
+	size_t n = remote_unwind(p->unwinder, sn, s->frames, s->o.max_frames, end);
 	enum remote_end end2;
 	size_t n2;
 
-	if (!needs_maps_retry(s, sn, s->frames, n) || refresh_maps(s) < 0)
+	if (!needs_maps_retry(p, sn, s->frames, n) || refresh_maps(p) < 0)
 		return n;
 	/* A library or thread stack new since the last read: unwind the copy
 	 * again with the new modules.  But the maps are read after the thread
 	 * resumed, and a library mapped for a moment may be gone from them:
 	 * keep whichever walk knows more frames. */
-	n2 = remote_unwind(s->unwinder, sn, s->frames2, s->o.max_frames, &end2);
+	n2 = remote_unwind(p->unwinder, sn, s->frames2, s->o.max_frames, &end2);
 	if (unknown_frames(s->frames2, n2) < unknown_frames(s->frames, n) ||
 	    (unknown_frames(s->frames2, n2) == unknown_frames(s->frames, n) && n2 > n)) {
 		memcpy(s->frames, s->frames2, n2 * sizeof(*s->frames));
@@ -343,6 +344,10 @@ static int add_sample(struct sampler *s, uint32_t label, const struct prof_frame
 	}
 	s->stats.samples++;
 	s->stats.value_ns += value;
+	if (label && s->labels[label - 1].proc) {
+		s->labels[label - 1].proc->samples++;
+		s->labels[label - 1].proc->value_ns += value;
+	}
 	return 0;
 }
 
@@ -364,6 +369,12 @@ static void remember(struct sampler *s, struct tracer_thread *th, const struct p
 	st->have_last = n > 0;
 }
 
+/* The process a copy was taken in, through its thread's label. */
+static struct samp_proc *snap_proc(const struct sampler *s, const struct snap *sn)
+{
+	return sn->key && sn->key <= s->n_labels ? s->labels[sn->key - 1].proc : NULL;
+}
+
 /* Unwinds and aggregates the snapshots taken so far; their threads run
  * again already. */
 static int process_snaps(struct sampler *s)
@@ -371,21 +382,20 @@ static int process_snaps(struct sampler *s)
 	size_t i, n;
 	int ret;
 
-	if (s->stop_maps_valid) {
-		struct proc_maps tmp = s->maps;
+	for (i = 0; i < s->n_snaps; i++) {
+		struct samp_proc *p = snap_proc(s, &s->snaps[i]);
 
-		s->maps = s->stop_maps;
-		s->stop_maps = tmp;
-		s->stop_maps_valid = false;
-		proc_modules_update(s->mods, &s->maps);
-		remote_flush(s->unwinder);
+		if (p && p->stop_maps_valid && p->unwinder)
+			procs_take_stop_maps(p);
 	}
-
 	for (i = 0; i < s->n_snaps; i++) {
 		struct snap *sn = &s->snaps[i];
+		struct samp_proc *p = snap_proc(s, sn);
 		enum remote_end end;
 
-		n = unwind_snap(s, sn, &end);
+		if (!p || !p->unwinder)
+			continue;
+		n = unwind_snap(s, p, sn, &end);
 		if (!n)
 			continue;
 		s->stats.ends[end]++;
@@ -396,6 +406,14 @@ static int process_snaps(struct sampler *s)
 			return ret;
 	}
 	s->n_snaps = 0;
+	if (s->retire) {
+		/* No copy waits for them any more. */
+		s->retire = false;
+		for (i = 0; i < s->n_procs; i++) {
+			if (s->procs[i]->gone && s->procs[i]->unwinder)
+				procs_retire(s->procs[i]);
+		}
+	}
 	return 0;
 }
 
@@ -408,6 +426,7 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 			    const struct procfs_sched *now, char state)
 {
 	struct samp_thread *st = th->user;
+	struct samp_proc *p = st->proc;
 	struct procfs_fdcache *fds = tracer_fds(s->tracer);
 	struct procfs_sched after;
 	enum remote_end end;
@@ -421,9 +440,10 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 	if (state == 'R' || state == 'T' || state == 't')
 		return false;
 	fd = procfs_task_fd(fds, &th->task, PROCFS_SYSCALL);
-	if (fd < 0 || snap_capture_in_place(&s->blocked, s->o.pid, th->tid, fd, &s->maps, NULL) < 0)
+	if (fd < 0 || !p->unwinder ||
+	    snap_capture_in_place(&s->blocked, p->pid, th->tid, fd, &p->maps, NULL) < 0)
 		return false;
-	n = unwind_snap(s, &s->blocked, &end);
+	n = unwind_snap(s, p, &s->blocked, &end);
 	if (!n || end == REMOTE_END_NEED_REGS)
 		return false;
 	/* Did it run while we read its stack?  Then the copy may mix two
@@ -447,6 +467,9 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	struct procfs_stat ps;
 
 	if (!st || th->pending || th->held)
+		return false;
+	/* A process new to the session: its maps, before its first sample. */
+	if (!st->proc->ready && refresh_maps(st->proc) < 0)
 		return false;
 	/* schedstat first: one pread says whether the thread ran at all. */
 	if (procfs_task_sched(fds, &th->task, &sc) < 0)
@@ -565,7 +588,6 @@ int sampler_create(struct sampler **out, const struct sampler_opts *o)
 	if (!s)
 		return -ENOMEM;
 	s->o = *o;
-	s->maps_fd = -1;
 	if (!s->o.max_frames)
 		s->o.max_frames = 256;
 	s->period_ns = 1000000000u / s->o.hz;
@@ -579,12 +601,16 @@ int sampler_create(struct sampler **out, const struct sampler_opts *o)
 	ret = prof_stacks_create(&s->stacks, 2);
 	if (ret < 0)
 		goto err;
-	ret = proc_modules_create(&s->mods, o->pid);
+	s->procs = calloc(1, sizeof(*s->procs));
+	if (!s->procs) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	s->cap_procs = 1;
+	ret = procs_create(&s->procs[0], o->pid, NULL, &s->mods);
 	if (ret < 0)
 		goto err;
-	ret = remote_create(&s->unwinder, o->pid, s->mods, &s->maps);
-	if (ret < 0)
-		goto err;
+	s->n_procs = 1;
 	*out = s;
 	return 0;
 err:
@@ -598,13 +624,12 @@ void sampler_destroy(struct sampler *s)
 
 	if (!s)
 		return;
-	remote_destroy(s->unwinder);
+	/* The views first: the root's table holds their modules. */
+	for (i = s->n_procs; i-- > 0;)
+		procs_destroy(s->procs[i]);
+	free(s->procs);
 	if (s->mods)
 		proc_modules_destroy(s->mods);
-	proc_maps_free(&s->maps);
-	proc_maps_free(&s->stop_maps);
-	if (s->maps_fd >= 0)
-		close(s->maps_fd);
 	if (s->stacks)
 		prof_stacks_destroy(s->stacks);
 	for (i = 0; i < s->cap_snaps; i++)
@@ -626,7 +651,7 @@ static int session_start(struct sampler *s)
 	s->stats.attached = true;
 	tracer_set_fraction_floor(s->tracer, s->period_ns);
 	s->stats.start_realtime_ns = (uint64_t)cprof_realtime_ns();
-	ret = refresh_maps(s);
+	ret = refresh_maps(s->procs[0]);
 	if (ret < 0)
 		return ret;
 	if (s->o.after_attach)
@@ -735,7 +760,8 @@ int sampler_session(struct sampler *s)
 	uint64_t cpu0;
 	int ret, r;
 
-	ret = tracer_run(s->o.pid, &sampler_ops, s, session_main, &s->stats.tracer, NULL);
+	ret = tracer_run_tree(s->o.pid, s->o.tracer_flags, &sampler_ops, s, session_main,
+			      &s->stats.tracer, NULL);
 	s->stats.boosted = s->stats.tracer.boosted;
 	/* The tracer let go: unwind the copies still waiting. */
 	cpu0 = thread_cpu_ns();
@@ -770,5 +796,30 @@ int sampler_thread_label(const struct sampler *s, uint32_t key, pid_t *tid, cons
 		return -ENOENT;
 	*tid = s->labels[key - 1].tid;
 	*name = s->labels[key - 1].name;
+	return 0;
+}
+
+int sampler_process_label(const struct sampler *s, uint32_t key, pid_t *pid, const char **name)
+{
+	if (key == 0 || key > s->n_labels || !s->labels[key - 1].proc)
+		return -ENOENT;
+	*pid = s->labels[key - 1].proc->pid;
+	*name = s->labels[key - 1].proc_name;
+	return 0;
+}
+
+size_t sampler_process_count(const struct sampler *s)
+{
+	return s->n_procs;
+}
+
+int sampler_process_at(const struct sampler *s, size_t i, struct sampler_process *out)
+{
+	if (i >= s->n_procs)
+		return -ENOENT;
+	out->pid = s->procs[i]->pid;
+	out->name = s->procs[i]->name;
+	out->samples = s->procs[i]->samples;
+	out->value_ns = s->procs[i]->value_ns;
 	return 0;
 }

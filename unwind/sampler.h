@@ -46,6 +46,9 @@ struct sampler_opts {
 	size_t max_frames;
 	enum sampler_mode mode;
 	enum sampler_stop stop;
+	/* TRACER_FOLLOW, TRACER_DESCENDANTS: the processes of pid's tree
+	 * sampled too (see tracer_run_tree); 0: pid alone. */
+	unsigned tracer_flags;
 	/* Called on the session thread once every thread is seized and before
 	 * the first tick (record uses it to let its child exec). */
 	void (*after_attach)(void *arg);
@@ -118,5 +121,22 @@ const struct sampler_stats *sampler_get_stats(const struct sampler *s);
 
 /* The thread a prof_stacks thread key stands for.  Returns 0 or -ENOENT. */
 int sampler_thread_label(const struct sampler *s, uint32_t key, pid_t *tid, const char **name);
+
+/* The process of that thread, and its name when the thread was seen under
+ * this key.  Returns 0 or -ENOENT. */
+int sampler_process_label(const struct sampler *s, uint32_t key, pid_t *pid, const char **name);
+
+/* The processes of the session, the root first, in the order first seen
+ * (a pid reused after its process exited counts again).  The name is the
+ * one after the process's last exec; valid while s lives.  Read them
+ * after the session, or from the progress callback. */
+struct sampler_process {
+	pid_t pid;
+	const char *name;
+	uint64_t samples;
+	uint64_t value_ns;
+};
+size_t sampler_process_count(const struct sampler *s);
+int sampler_process_at(const struct sampler *s, size_t i, struct sampler_process *out);
 
 #endif

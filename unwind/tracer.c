@@ -22,9 +22,15 @@
 #include "unwind/tracer.h"
 
 #define SEIZE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
+/* Auto-attached children inherit these: a child of a followed process is
+ * followed too, from its first instruction. */
+#define FOLLOW_OPTIONS (SEIZE_OPTIONS | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
 
 struct tracer {
 	pid_t pid;
+	unsigned flags;		/* TRACER_* of tracer_run_tree */
+	long options;		/* PTRACE_O_* every tracee is seized with */
+	size_t n_root_threads;	/* threads of pid itself still traced */
 	int sigfd;
 	const struct tracer_ops *ops;
 	void *arg;
@@ -61,7 +67,7 @@ static struct tracer_thread *find_thread(struct tracer *t, pid_t tid, size_t *in
 	return NULL;
 }
 
-static struct tracer_thread *add_thread(struct tracer *t, pid_t tid)
+static struct tracer_thread *add_thread(struct tracer *t, pid_t tid, pid_t tgid)
 {
 	struct tracer_thread *th, **nv;
 
@@ -78,9 +84,13 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid)
 	if (!th)
 		return NULL;
 	th->tid = tid;
+	th->tgid = tgid;
 	th->appeared_ns = cprof_now_ns();
 	procfs_task_init(&th->task, tid);
+	th->task.pid = tgid;
 	t->threads[t->n_threads++] = th;
+	if (tgid == t->pid)
+		t->n_root_threads++;
 	/* Two files a thread (schedstat and stat) are what sampling re-reads:
 	 * raise the soft file limit if that helps keep them open. */
 	procfs_fdcache_budget(&t->fds, t->n_threads * 2);
@@ -119,6 +129,8 @@ static void remove_thread(struct tracer *t, size_t i)
 		t->ops->on_thread(t, th, false, t->arg);
 	if (th->pending)
 		t->n_pending--;
+	if (th->tgid == t->pid)
+		t->n_root_threads--;
 	procfs_task_close(&t->fds, &th->task);
 	free(th);
 	t->threads[i] = t->threads[--t->n_threads];
@@ -158,37 +170,42 @@ static bool exiting(pid_t pid, pid_t tid)
 	return ret < 0 || st.state == 'Z' || st.state == 'X';
 }
 
-/* One pass over /proc/PID/task; *added counts newly seized threads. */
-static int seize_pass(struct tracer *t, size_t *added)
+/*
+ * One pass over /proc/PID/task of process pid; *added counts newly seized
+ * threads.  A descendant (not the root) that cannot be seized is left
+ * alone: it is gone, or not ours to trace (a setuid program).
+ */
+static int seize_pass(struct tracer *t, pid_t pid, size_t *added)
 {
 	pid_t *tids;
 	size_t n, i;
 	int ret;
 
-	ret = procfs_list_tasks(t->pid, &tids, &n);
+	ret = procfs_list_tasks(pid, &tids, &n);
 	if (ret < 0)
-		return ret;
-	*added = 0;
+		return pid == t->pid ? ret : 0;
 	for (i = 0; i < n; i++) {
 		pid_t tid = tids[i];
 
 		if (find_thread(t, tid, NULL))
 			continue;
-		if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)(long)SEIZE_OPTIONS) < 0) {
+		if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)t->options) < 0) {
 			int e = errno;
 
 			if (e == ESRCH)
 				continue;	/* exiting: drop quietly */
 			if (e == EPERM && traced_by_us(tid)) {
 				/* Auto-attached by a clone we already trace. */
-			} else if (e == EPERM && tid != t->pid && exiting(t->pid, tid)) {
+			} else if (e == EPERM && tid != t->pid && exiting(pid, tid)) {
 				continue;	/* drop quietly */
+			} else if (pid != t->pid) {
+				continue;	/* a descendant we may not trace */
 			} else {
 				free(tids);
 				return -e;
 			}
 		}
-		if (!add_thread(t, tid)) {
+		if (!add_thread(t, tid, pid)) {
 			free(tids);
 			return -ENOMEM;
 		}
@@ -198,10 +215,51 @@ static int seize_pass(struct tracer *t, size_t *added)
 	return 0;
 }
 
+/* Whether some traced thread belongs to process pid. */
+static bool process_known(const struct tracer *t, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < t->n_threads; i++) {
+		if (t->threads[i]->tgid == pid)
+			return true;
+	}
+	return false;
+}
+
+/* The children of every traced process not traced yet, seized (see
+ * TRACER_DESCENDANTS); *added counts the new threads. */
+static int seize_children(struct tracer *t, size_t *added)
+{
+	pid_t *kids;
+	size_t i, k, n;
+	int ret;
+
+	/* By index: the processes seized here are searched as well. */
+	for (i = 0; i < t->n_threads; i++) {
+		const struct tracer_thread *th = t->threads[i];
+
+		if (th->tid != th->tgid || procfs_list_children(th->tgid, &kids, &n) < 0)
+			continue;
+		for (k = 0; k < n; k++) {
+			if (process_known(t, kids[k]))
+				continue;
+			ret = seize_pass(t, kids[k], added);
+			if (ret < 0) {
+				free(kids);
+				return ret;
+			}
+		}
+		free(kids);
+	}
+	return 0;
+}
+
 static void tracer_release(struct tracer *t, struct tracer_stats *final);
 
-/* Seizes every thread of pid; see tracer_run. */
-static int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops *ops, void *arg)
+/* Seizes every thread of pid (and its descendants'); see tracer_run_tree. */
+static int tracer_attach(struct tracer **out, pid_t pid, unsigned flags,
+			 const struct tracer_ops *ops, void *arg)
 {
 	struct tracer *t;
 	sigset_t mask;
@@ -212,6 +270,8 @@ static int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops
 	if (!t)
 		return -ENOMEM;
 	t->pid = pid;
+	t->flags = flags;
+	t->options = flags & (TRACER_FOLLOW | TRACER_DESCENDANTS) ? FOLLOW_OPTIONS : SEIZE_OPTIONS;
 	procfs_fdcache_init(&t->fds, pid);
 	t->ops = ops;
 	t->arg = arg;
@@ -232,18 +292,21 @@ static int tracer_attach(struct tracer **out, pid_t pid, const struct tracer_ops
 	}
 
 	/* The leader first: its failure is the one to report. */
-	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)(long)SEIZE_OPTIONS) < 0) {
+	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)t->options) < 0) {
 		ret = -errno;
 		goto err_sigfd;
 	}
-	if (!add_thread(t, pid)) {
+	if (!add_thread(t, pid, pid)) {
 		ret = -ENOMEM;
 		goto err_detach;
 	}
 	/* Rescan until two passes find nothing new, as gdb does: a thread may
 	 * be created between reading the directory and seizing its parent. */
 	while (quiet_passes < 2) {
-		ret = seize_pass(t, &added);
+		added = 0;
+		ret = seize_pass(t, pid, &added);
+		if (ret == 0 && (flags & TRACER_DESCENDANTS))
+			ret = seize_children(t, &added);
 		if (ret < 0)
 			goto err_detach;
 		quiet_passes = added ? 0 : quiet_passes + 1;
@@ -340,15 +403,15 @@ static void account_stop(struct tracer *t, struct tracer_thread *th)
 }
 
 /* After exec only the execing thread survives, now under the leader's tid. */
-static void handle_exec(struct tracer *t)
+static void handle_exec(struct tracer *t, pid_t pid)
 {
 	pid_t *tids;
 	size_t n, i, j;
 
 	t->stats.execs++;
-	if (procfs_list_tasks(t->pid, &tids, &n) == 0) {
+	if (procfs_list_tasks(pid, &tids, &n) == 0) {
 		for (i = 0; i < t->n_threads;) {
-			bool alive = false;
+			bool alive = t->threads[i]->tgid != pid;
 
 			for (j = 0; j < n; j++)
 				alive |= tids[j] == t->threads[i]->tid;
@@ -360,10 +423,10 @@ static void handle_exec(struct tracer *t)
 		}
 		free(tids);
 	}
-	if (!find_thread(t, t->pid, NULL))
-		add_thread(t, t->pid);
+	if (!find_thread(t, pid, NULL))
+		add_thread(t, pid, pid);
 	if (t->ops && t->ops->on_exec)
-		t->ops->on_exec(t, t->arg);
+		t->ops->on_exec(t, pid, t->arg);
 }
 
 #define ERESTARTNOHAND 514	/* the kernel's, not in user headers */
@@ -404,6 +467,14 @@ static void read_regs_at_interrupt(struct tracer *t, struct tracer_thread *th)
 	restart_interrupted_syscall(t, th);
 }
 
+/* The process tid belongs to (tid itself when /proc no longer knows). */
+static pid_t tgid_of(pid_t tid)
+{
+	long tgid;
+
+	return procfs_status_field(tid, "Tgid", &tgid) == 0 ? (pid_t)tgid : tid;
+}
+
 static void handle_status(struct tracer *t, pid_t tid, int status)
 {
 	struct tracer_thread *th;
@@ -423,8 +494,17 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 		return;
 	if (!th) {
 		/* A clone's first stop can come before its parent's
-		 * PTRACE_EVENT_CLONE: unknown tids are new threads. */
-		th = add_thread(t, tid);
+		 * PTRACE_EVENT_CLONE: unknown tids are new threads, or new
+		 * processes (fork, vfork, clone without CLONE_THREAD). */
+		pid_t tgid = tgid_of(tid);
+
+		if (tgid != t->pid && !(t->flags & (TRACER_FOLLOW | TRACER_DESCENDANTS))) {
+			/* A process TRACECLONE brought along, not followed:
+			 * let it go from this, its first stop. */
+			ptrace(PTRACE_DETACH, tid, NULL, NULL);
+			return;
+		}
+		th = add_thread(t, tid, tgid);
 		if (!th) {
 			ptrace(PTRACE_CONT, tid, NULL, NULL);
 			return;
@@ -468,9 +548,16 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 		resume(t, tid, 0);
 		return;
 	case PTRACE_EVENT_CLONE:
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
 		if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) == 0 &&
-		    !find_thread(t, (pid_t)msg, NULL))
-			add_thread(t, (pid_t)msg);
+		    !find_thread(t, (pid_t)msg, NULL)) {
+			pid_t tgid = event == PTRACE_EVENT_CLONE ? tgid_of((pid_t)msg) : (pid_t)msg;
+
+			/* Not followed, it is let go at its first stop. */
+			if (tgid == th->tgid || (t->flags & (TRACER_FOLLOW | TRACER_DESCENDANTS)))
+				add_thread(t, (pid_t)msg, tgid);
+		}
 		resume(t, tid, 0);
 		return;
 	case PTRACE_EVENT_EXEC:
@@ -481,7 +568,7 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 			th->pending = false;
 			t->n_pending--;
 		}
-		handle_exec(t);
+		handle_exec(t, th->tgid);
 		resume(t, tid, 0);
 		return;
 	case 0:
@@ -538,7 +625,7 @@ static int status_mask(const struct tracer *t)
 
 	if (t->stop_requested)
 		m |= TRACER_EV_STOP_REQUESTED;
-	if (t->n_threads == 0)
+	if (t->n_root_threads == 0)
 		m |= TRACER_EV_GONE;
 	return m;
 }
@@ -716,6 +803,7 @@ static uint64_t thread_cpu_ns(void)
 
 struct run_ctx {
 	pid_t pid;
+	unsigned flags;
 	const struct tracer_ops *ops;
 	void *arg;
 	int (*fn)(struct tracer *t, void *arg);
@@ -731,7 +819,7 @@ static void *tracing_thread(void *arg)
 	bool boosted = tracer_boost_thread();
 	struct tracer *t = NULL;
 
-	x->ret = tracer_attach(&t, x->pid, x->ops, x->arg);
+	x->ret = tracer_attach(&t, x->pid, x->flags, x->ops, x->arg);
 	if (x->ret < 0)
 		return NULL;	/* the exit releases what attach seized */
 	x->attached = true;
@@ -746,7 +834,14 @@ static void *tracing_thread(void *arg)
 int tracer_run(pid_t pid, const struct tracer_ops *ops, void *arg,
 	       int (*fn)(struct tracer *t, void *arg), struct tracer_stats *final, bool *attached)
 {
-	struct run_ctx x = { .pid = pid, .ops = ops, .arg = arg, .fn = fn };
+	return tracer_run_tree(pid, 0, ops, arg, fn, final, attached);
+}
+
+int tracer_run_tree(pid_t pid, unsigned flags, const struct tracer_ops *ops, void *arg,
+		    int (*fn)(struct tracer *t, void *arg), struct tracer_stats *final,
+		    bool *attached)
+{
+	struct run_ctx x = { .pid = pid, .flags = flags, .ops = ops, .arg = arg, .fn = fn };
 	pthread_t th;
 	sigset_t mask;
 	int ret;

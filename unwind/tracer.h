@@ -22,6 +22,7 @@ struct tracer;
 
 struct tracer_thread {
 	pid_t tid;
+	pid_t tgid;		/* its process */
 	struct procfs_task task;	/* its /proc files, through tracer_fds() */
 	bool pending;		/* PTRACE_INTERRUPT sent, its stop not seen yet */
 	bool listening;		/* in group-stop (job control); PTRACE_LISTEN issued */
@@ -45,8 +46,8 @@ struct tracer_ops {
 	bool (*on_stop)(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg);
 	/* A thread appeared (seized, cloned) or is about to be forgotten. */
 	void (*on_thread)(struct tracer *t, struct tracer_thread *th, bool appeared, void *arg);
-	/* The process called execve: its address space is new. */
-	void (*on_exec)(struct tracer *t, void *arg);
+	/* Process pid called execve: its address space is new. */
+	void (*on_exec)(struct tracer *t, pid_t pid, void *arg);
 };
 
 /* Stop durations, log-linear: 8 buckets per power of two of nanoseconds. */
@@ -78,7 +79,19 @@ struct tracer_stats {
 
 enum {
 	TRACER_EV_STOP_REQUESTED = 1 << 0, /* SIGINT, SIGTERM or SIGHUP reached cprof */
-	TRACER_EV_GONE = 1 << 1,	    /* the target has no threads left */
+	TRACER_EV_GONE = 1 << 1,	    /* the target (the root process) has no threads left */
+};
+
+/* tracer_run_tree's flags. */
+enum {
+	/* Follow every new process of the tree (fork, vfork, clone without
+	 * CLONE_THREAD), from its first instruction, and its execs. */
+	TRACER_FOLLOW = 1 << 0,
+	/* Seize the root's existing descendants as well (from
+	 * /proc/PID/task/TID/children, rescanned like the threads), and
+	 * follow new ones.  A descendant that cannot be seized (gone, or
+	 * not permitted: a setuid program) is left alone. */
+	TRACER_DESCENDANTS = 1 << 1,
 };
 
 /*
@@ -108,6 +121,19 @@ enum {
  */
 int tracer_run(pid_t pid, const struct tracer_ops *ops, void *arg,
 	       int (*fn)(struct tracer *t, void *arg), struct tracer_stats *final, bool *attached);
+
+/*
+ * tracer_run over a process tree: pid is the root; flags (TRACER_*) say
+ * which of its descendants are traced too.  Every guarantee of tracer_run
+ * holds for each traced process.  The session's target is the root:
+ * TRACER_EV_GONE and leader_exited are about it, and descendants still
+ * running when fn returns are let go with the rest.  Without flags, a
+ * process that a clone without CLONE_THREAD brings along is let go at its
+ * first stop.
+ */
+int tracer_run_tree(pid_t pid, unsigned flags, const struct tracer_ops *ops, void *arg,
+		    int (*fn)(struct tracer *t, void *arg), struct tracer_stats *final,
+		    bool *attached);
 
 /* Threads living shorter than this are left out of the stopped fractions:
  * one stop in a thread that lived 50 us says nothing about the target. */

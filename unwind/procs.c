@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-process sampling state of a traced process tree. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "process/procfs.h"
+#include "unwind/procs.h"
+
+static void read_name(struct samp_proc *p)
+{
+	struct procfs_stat st;
+
+	if (procfs_stat_pid(p->pid, &st) == 0)
+		snprintf(p->name, sizeof(p->name), "%s", st.comm);
+}
+
+int procs_create(struct samp_proc **out, pid_t pid, struct proc_modules *store,
+		 struct proc_modules **store_out)
+{
+	struct samp_proc *p = calloc(1, sizeof(*p));
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	p->pid = pid;
+	p->maps_fd = -1;
+	if (store) {
+		ret = proc_modules_create_shared(&p->mods, pid, store);
+		p->owns_mods = true;
+	} else {
+		ret = proc_modules_create(&p->mods, pid);
+	}
+	if (ret < 0)
+		goto err;
+	ret = remote_create(&p->unwinder, pid, p->mods, &p->maps);
+	if (ret < 0)
+		goto err;
+	read_name(p);
+	if (!store)
+		*store_out = p->mods;
+	*out = p;
+	return 0;
+err:
+	if (p->mods)
+		proc_modules_destroy(p->mods);
+	free(p);
+	return ret;
+}
+
+void procs_retire(struct samp_proc *p)
+{
+	remote_destroy(p->unwinder);
+	p->unwinder = NULL;
+	proc_maps_free(&p->maps);
+	proc_maps_free(&p->stop_maps);
+	p->stop_maps_valid = false;
+	if (p->maps_fd >= 0)
+		close(p->maps_fd);
+	p->maps_fd = -1;
+	if (p->owns_mods) {
+		proc_modules_destroy(p->mods);
+		p->mods = NULL;
+	}
+}
+
+void procs_destroy(struct samp_proc *p)
+{
+	if (!p)
+		return;
+	procs_retire(p);
+	free(p);
+}
+
+int procs_refresh(struct samp_proc *p, uint64_t now_ns)
+{
+	int ret;
+
+	if (!p->mods)
+		return -ESRCH;
+	ret = proc_maps_read(p->pid, &p->maps);
+	if (ret < 0)
+		return ret;
+	p->ready = true;
+	p->maps_read_ns = now_ns;
+	ret = proc_modules_update(p->mods, &p->maps);
+	remote_flush(p->unwinder);
+	return ret < 0 ? ret : 0;
+}
+
+void procs_exec(struct samp_proc *p, uint64_t now_ns)
+{
+	if (!p->mods)
+		return;
+	proc_modules_unmap_all(p->mods);
+	/* An open maps file stays bound to the address space it was opened
+	 * on, which exec just replaced. */
+	if (p->maps_fd >= 0) {
+		close(p->maps_fd);
+		p->maps_fd = -1;
+	}
+	read_name(p);
+	procs_refresh(p, now_ns);
+}
+
+void procs_take_stop_maps(struct samp_proc *p)
+{
+	struct proc_maps tmp = p->maps;
+
+	if (!p->stop_maps_valid)
+		return;
+	p->maps = p->stop_maps;
+	p->stop_maps = tmp;
+	p->stop_maps_valid = false;
+	proc_modules_update(p->mods, &p->maps);
+	remote_flush(p->unwinder);
+}
+
+/*
+ * Whether the cached maps are wrong about pc, judged while its thread is
+ * stopped: pc in no module and not in a known JIT (anonymous executable)
+ * mapping, or in memory they say is not executable, or — asked of the
+ * kernel where it can answer in one ioctl — in a mapping that is not the
+ * one they remember there (dlopen/dlclose and mmap churn reuse addresses:
+ * without this a library's pcs were named after whatever was there before).
+ */
+bool procs_pc_unknown(struct samp_proc *p, uint64_t pc)
+{
+	const struct proc_map *m = proc_maps_find(&p->maps, pc);
+	struct proc_map v;
+
+	if (!proc_modules_lookup(p->mods, pc)) {
+		/* Code runs only from executable memory. */
+		return !m || !(m->perms & PROC_MAP_X) || m->path[0] == '/';
+	}
+	if (p->maps_fd == -ENOTTY)
+		return false;
+	if (p->maps_fd < 0) {
+		char path[64];
+
+		snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+		p->maps_fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (p->maps_fd < 0) {
+			p->maps_fd = -ENOTTY;
+			return false;
+		}
+	}
+	if (proc_maps_query(p->maps_fd, pc, &v) == -ENOTTY) {
+		close(p->maps_fd);
+		p->maps_fd = -ENOTTY;	/* an older kernel: never ask again */
+		return false;
+	}
+	return !m || v.start != m->start || v.end != m->end || v.inode != m->inode ||
+	       v.offset != m->offset;
+}

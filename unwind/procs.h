@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the sampler keeps per traced process of a tree: its maps, its view
+ * of the session's modules (one numbering for the whole tree, see
+ * proc_modules_create_shared), its unwinder, and its sample counts.  A
+ * process's record outlives it (its counts are reported at the end); what
+ * only sampling needs is released once it is gone (procs_retire).  Used on
+ * the tracing thread only.
+ */
+#ifndef CPROF_UNWIND_PROCS_H
+#define CPROF_UNWIND_PROCS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "process/maps.h"
+#include "process/modules.h"
+#include "unwind/remote.h"
+
+struct samp_proc {
+	pid_t pid;
+	char name[64];		/* its comm when first seen, or after its last exec */
+	struct proc_maps maps;
+	struct proc_maps stop_maps;	/* read during a stop, for the unwind after it */
+	bool stop_maps_valid;
+	bool ready;		/* maps and modules read once (procs_refresh) */
+	bool gone;		/* no thread of it is traced any more */
+	bool owns_mods;		/* mods is a view of its own, not the store */
+	int maps_fd;		/* /proc/PID/maps for PROCMAP_QUERY; -ENOTTY: unsupported */
+	uint64_t maps_read_ns;
+	size_t n_threads;	/* traced threads now */
+	struct proc_modules *mods;
+	struct remote_unwinder *unwinder;
+	uint64_t samples;	/* samples taken of its threads */
+	uint64_t value_ns;	/* their cpu or wall time */
+};
+
+/*
+ * A record for process pid.  store NULL: pid is the root, and store_out
+ * gets its table, which every later process shares (store_out may then
+ * not be NULL).  Returns 0 or -errno.
+ */
+int procs_create(struct samp_proc **out, pid_t pid, struct proc_modules *store,
+		 struct proc_modules **store_out);
+
+/* Frees p; a root's table (the store) is the caller's to destroy after
+ * every other record. */
+void procs_destroy(struct samp_proc *p);
+
+/* Reads p's maps again and brings its modules in line.  Returns 0 or -errno. */
+int procs_refresh(struct samp_proc *p, uint64_t now_ns);
+
+/* p called execve: its modules are unmapped, its maps read anew, its name
+ * read again. */
+void procs_exec(struct samp_proc *p, uint64_t now_ns);
+
+/* Makes the maps read during a stop (stop_maps) the current ones. */
+void procs_take_stop_maps(struct samp_proc *p);
+
+/* Whether p's cached maps are wrong about pc (see the sampler's on_stop). */
+bool procs_pc_unknown(struct samp_proc *p, uint64_t pc);
+
+/* Releases what only sampling p needs (unwinder, maps, its view of the
+ * modules); the modules themselves stay in the store. */
+void procs_retire(struct samp_proc *p);
+
+#endif
