@@ -6,13 +6,16 @@
 #
 # BUILD_DIR is a configured and built cprof tree (it provides config.h and
 # the protoc-c output); SECONDS (default 60) is the time per harness;
-# HARNESS names which ones run (symbolize, maps, reader, unwind; default all).
+# HARNESS names which ones run (symbolize, maps, perfmap, reader, unwind;
+# default all).
 # Needs clang with libFuzzer: on Debian 12 the packages clang-14 and
 # libclang-rt-14-dev (run as root, this script installs the latter if
 # -fsanitize=fuzzer does not link).  CC overrides the compiler (default clang).
 #
 #   fuzz-symbolize  ELF/DWARF bytes as the file of a module, through sym_lookup
 #   fuzz-maps       text through sym_maps_parse and sym_maps_find
+#   fuzz-perfmap    bytes as a perf map (/tmp/perf-PID.map), in two reads,
+#                   through sym_perfmap_parse and sym_perfmap_lookup
 #   fuzz-reader     bytes as a pprof file through prof_rd_buffer, then
 #                   reports, diffs and flame graphs of what reads
 #   fuzz-unwind     ELF bytes as a module's file, through the .debug_frame
@@ -34,11 +37,11 @@ say() { echo "run.sh: $*"; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" 2>/dev/null && pwd) || die "no build directory '$1'"
 seconds=${2:-60}
-harnesses="symbolize maps reader unwind"
+harnesses="symbolize maps perfmap reader unwind"
 if [ $# -ge 3 ]; then
 	shift 2
 	for h in "$@"; do
-		case " $harnesses " in *" $h "*) ;; *) die "no harness '$h' (symbolize, maps, reader, unwind)" ;; esac
+		case " $harnesses " in *" $h "*) ;; *) die "no harness '$h' (symbolize, maps, perfmap, reader, unwind)" ;; esac
 	done
 	harnesses="$*"
 fi
@@ -81,7 +84,7 @@ for src in $LIB_SRC; do
 		die "cannot compile $src"
 	objs="$objs $obj"
 done
-for h in symbolize maps; do
+for h in symbolize maps perfmap; do
 	# libiberty demangles (symbolize/demangle.c).
 	"$CC" $CFLAGS_F -fsanitize=fuzzer "$root/fuzz/fuzz-$h.c" $objs $pkg_libs -liberty \
 		-o "$out/fuzz-$h" || die "cannot build fuzz-$h"
@@ -112,7 +115,7 @@ for src in unwind/debug_frame.c unwind/roots.c; do
 done
 "$CC" $CFLAGS_F -fsanitize=fuzzer "$root/fuzz/fuzz-unwind.c" $uw_objs $objs $pkg_libs $uw_libs -liberty \
 	-o "$out/fuzz-unwind" || die "cannot build fuzz-unwind"
-say "built $out/fuzz-symbolize, $out/fuzz-maps, $out/fuzz-reader and $out/fuzz-unwind"
+say "built $out/fuzz-symbolize, $out/fuzz-maps, $out/fuzz-perfmap, $out/fuzz-reader and $out/fuzz-unwind"
 
 # ---- seeds ---------------------------------------------------------------
 sy="$out/seeds/symbolize"
@@ -150,6 +153,12 @@ printf '%s\n' \
 	'00400000-00452000 r-xp 00000000 08:02 173521      /usr/bin/dbus-daemon' \
 	'7f0000000000-7f0000001000 r-xp 00001000 00:05 1 /tmp/x (deleted)' \
 	'ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0                  [vsyscall]' >"$mp/synthetic"
+pf="$out/seeds/perfmap"
+rm -rf "$pf"
+mkdir -p "$pf"
+printf '%s\n' '10000 40 LazyCompile:~foo /srv/app.js:1' '10020 10 JS:*bar /srv/app.js:9:3' \
+	'10000 8 Stub:CEntry' 'zz 10 bad' '20000 0 empty' >"$pf/node"
+printf '7f0000001000 1a0 py::main:/srv/app.py\n7f0000001100 40 [unclosed' >"$pf/partial"
 rd="$out/seeds/reader"
 rm -rf "$rd"
 mkdir -p "$rd"
@@ -165,7 +174,7 @@ else
 	say "no recorded seed profile (cprof record failed): the reader starts from the minimal one"
 	rm -f "$rd/chain.pb.gz"
 fi
-say "seeds: $(ls "$sy" | wc -l) ELF files, $(ls "$mp" | wc -l) maps texts, $(ls "$rd" | wc -l) profiles"
+say "seeds: $(ls "$sy" | wc -l) ELF files, $(ls "$mp" | wc -l) maps texts, $(ls "$pf" | wc -l) perf maps, $(ls "$rd" | wc -l) profiles"
 
 # ---- run -----------------------------------------------------------------
 found=0

@@ -241,6 +241,16 @@ int sym_perfmap_refresh(struct sym_perfmap *pm, const struct proc_maps *maps)
 	return ret < 0 ? ret : read_file(pm);
 }
 
+ssize_t sym_perfmap_parse(struct sym_perfmap *pm, char *text, size_t len)
+{
+	return add_lines(pm, text, len);
+}
+
+int sym_perfmap_note_code(struct sym_perfmap *pm, const struct proc_maps *maps)
+{
+	return note_anon(pm, maps);
+}
+
 static int cmp_entry(const void *a, const void *b)
 {
 	const struct pm_entry *x = a, *y = b;

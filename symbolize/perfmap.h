@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "process/maps.h"
@@ -32,6 +33,15 @@ int sym_perfmap_refresh(struct sym_perfmap *pm, const struct proc_maps *maps);
 
 /* Whether the target has a perf map file at all (cheap: one access(2)). */
 bool sym_perfmap_exists(struct sym_perfmap *pm);
+
+/*
+ * For tests and fuzzing, the two halves of a refresh: parses the whole
+ * lines of text (len bytes, modified in place) as lines of the file, and
+ * records the anonymous executable mappings of maps.  Return the bytes
+ * consumed / 0, or -ENOMEM.
+ */
+ssize_t sym_perfmap_parse(struct sym_perfmap *pm, char *text, size_t len);
+int sym_perfmap_note_code(struct sym_perfmap *pm, const struct proc_maps *maps);
 
 /* Forgets entries and mappings: the target exec'd, its code is gone. */
 void sym_perfmap_reset(struct sym_perfmap *pm);

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libFuzzer harness: arbitrary bytes as a perf map (a file the target
+ * writes, read by cprof as root) through sym_perfmap_parse, in two pieces
+ * as when the file grows, then lookups.  Checks the contract of perfmap.h:
+ * a name is returned only inside the anonymous code recorded, and is a
+ * string.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize/perfmap.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static volatile size_t sink;
+
+/* One anonymous executable mapping over [lo, hi). */
+#define CODE_LO 0x10000ull
+#define CODE_HI 0x7fffffff0000ull
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static char empty[] = "";
+	struct proc_map code = { .start = CODE_LO, .end = CODE_HI, .perms = PROC_MAP_R | PROC_MAP_X,
+				 .path = empty };
+	struct proc_maps maps = { &code, 1 };
+	static const uint64_t probes[] = { 0, 0xfff, CODE_LO, CODE_LO + 1, 0x400000, 0x41414141,
+					   CODE_HI - 1, CODE_HI, UINT64_MAX };
+	struct sym_perfmap *pm = NULL;
+	size_t half = size / 2, k;
+	const char *name;
+	ssize_t used;
+	char *text;
+
+	if (sym_perfmap_create(&pm, getpid()) < 0)
+		return 0;
+	/* An exact-size copy: a read past the end is an ASan report. */
+	text = malloc(size ? size : 1);
+	if (!text)
+		goto destroy;
+	memcpy(text, data, size);
+	if (sym_perfmap_note_code(pm, &maps) < 0)
+		goto free_text;
+	used = sym_perfmap_parse(pm, text, half);
+	if (used < 0 || (size_t)used > half)
+		goto free_text;
+	/* the rest arrives later, from where the whole lines ended */
+	if (sym_perfmap_parse(pm, text + used, size - (size_t)used) < 0)
+		goto free_text;
+	for (k = 0; k < sizeof(probes) / sizeof(probes[0]); k++) {
+		name = sym_perfmap_lookup(pm, probes[k]);
+		if (name && (probes[k] < CODE_LO || probes[k] >= CODE_HI))
+			abort();	/* named outside the anonymous code */
+		if (name)
+			sink += strlen(name);
+	}
+free_text:
+	free(text);
+destroy:
+	sym_perfmap_destroy(pm);
+	return 0;
+}
