@@ -19,64 +19,18 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/overhead.h"
 #include "lib/clock.h"
 
 #define DEFAULT_RUNS 5
-#define MAX_RUNS 100
 #define RECORD_ARGC 10		/* cprof record ... --, before the command */
 
-/* What one run yields; the record figures only for the ptrace variants. */
-enum metric {
-	M_WALL,		/* fork to reap (ptrace: to the profile written) */
-	M_CPU,		/* the command's user + system time */
-	M_CPU_TOTAL,	/* the command's and the profiler's */
-	M_CPROF_CPU,	/* cprof's sampling thread */
-	M_SAMPLES,
-	M_STOPS,
-	M_STOP_P50,
-	M_STOP_P99,
-	M_STOP_MAX,
-	M_STOPPED_FRACTION,
-	M_SESSION,	/* attach to the command's exit, as record saw it */
-	M_COUNT,
-};
-
-enum sampler_kind { KIND_NONE, KIND_PTRACE, KIND_INPROC };
-
 /* Run in this order in every round, so that machine noise hits all alike. */
-static const struct variant {
-	const char *name;
-	enum sampler_kind kind;
-	enum sampler_stop stop;		/* KIND_PTRACE */
-} variants[] = {
+const struct overhead_variant overhead_variants[N_VARIANTS] = {
 	{ "unprofiled", KIND_NONE, SAMPLER_STOP_THREAD },
 	{ "ptrace-thread", KIND_PTRACE, SAMPLER_STOP_THREAD },
 	{ "ptrace-process", KIND_PTRACE, SAMPLER_STOP_PROCESS },
 	{ "inproc", KIND_INPROC, SAMPLER_STOP_THREAD },
-};
-#define N_VARIANTS (sizeof(variants) / sizeof(variants[0]))
-
-struct result {
-	unsigned runs;		/* completed with status 0 */
-	bool skipped;		/* not measured at all (no inproc library) */
-	double v[M_COUNT][MAX_RUNS];
-};
-
-struct overhead {
-	struct cli_session s;	/* hz, mode, quiet, json */
-	unsigned long runs;
-	char **cmd;
-	char dir[PATH_MAX];	/* temporary profiles and captured output */
-	char profile[PATH_MAX + 16];
-	char out_path[PATH_MAX + 16];
-	char hz[16];
-	int null_fd;		/* /dev/null: the command's standard input */
-	struct result res[N_VARIANTS];
-	bool complete;
-};
-
-struct summary {
-	double median, min, max;
 };
 
 static void overhead_usage(FILE *f)
@@ -216,9 +170,9 @@ static double rusage_ns(const struct rusage *ru)
  * *code to the status record would exit with.  Returns 0, or -errno when
  * the time could not be read.
  */
-static int run_ptrace(struct overhead *o, const struct variant *v, int out_fd, int *code)
+static int run_ptrace(struct overhead *o, const struct overhead_variant *v, int out_fd, int *code)
 {
-	struct result *r = &o->res[v - variants];
+	struct result *r = &o->res[v - overhead_variants];
 	struct cli_session a = o->s;
 	struct cli_child_io io = { .stdin_fd = o->null_fd, .stdout_fd = out_fd,
 				   .default_signals = true };
@@ -251,10 +205,10 @@ static int run_ptrace(struct overhead *o, const struct variant *v, int out_fd, i
 
 /* Unprofiled, or under cprof record --inproc: a child process, timed by wait4.
  * Sets *code to its exit status.  Returns 0 or -errno (it could not run). */
-static int run_process(struct overhead *o, const struct variant *v, char **argv_buf, int out_fd,
+static int run_process(struct overhead *o, const struct overhead_variant *v, char **argv_buf, int out_fd,
 		       int *code)
 {
-	struct result *r = &o->res[v - variants];
+	struct result *r = &o->res[v - overhead_variants];
 	const char *file = o->cmd[0];
 	char **argv = o->cmd;
 	int status, ret;
@@ -283,7 +237,7 @@ static int run_process(struct overhead *o, const struct variant *v, char **argv_
  */
 static int run_variant(struct overhead *o, size_t vi, char **argv_buf, unsigned round)
 {
-	const struct variant *v = &variants[vi];
+	const struct overhead_variant *v = &overhead_variants[vi];
 	int out_fd, ret, code = 0;
 
 	/* The same sink for every variant: writing costs the same in all. */
@@ -312,175 +266,6 @@ static int run_variant(struct overhead *o, size_t vi, char **argv_buf, unsigned 
 	}
 	o->res[vi].runs++;
 	return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Median (mean of the middle two for an even count), min and max; n >= 1. */
-static struct summary summarize(const double *v, unsigned n)
-{
-	double sorted[MAX_RUNS];
-	struct summary s;
-
-	memcpy(sorted, v, n * sizeof(*v));
-	qsort(sorted, n, sizeof(*sorted), cmp_double);
-	s.min = sorted[0];
-	s.max = sorted[n - 1];
-	s.median = n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-	return s;
-}
-
-static double median_of(const struct result *r, enum metric m)
-{
-	return summarize(r->v[m], r->runs).median;
-}
-
-/* The wall-time ratio to the unprofiled median; 0 when there is none. */
-static double slowdown(const struct overhead *o, const struct result *r)
-{
-	const struct result *base = &o->res[0];
-	double b;
-
-	if (!r->runs || !base->runs)
-		return 0;
-	if (r == base)
-		return 1.0;
-	b = median_of(base, M_WALL);
-	return b > 0 ? median_of(r, M_WALL) / b : 0;
-}
-
-static void print_progress(const struct overhead *o, unsigned round)
-{
-	const char *sep = "";
-	size_t i;
-
-	fprintf(stderr, "cprof: overhead: round %u/%lu:", round + 1, o->runs);
-	for (i = 0; i < N_VARIANTS; i++) {
-		const struct result *r = &o->res[i];
-
-		if (r->runs == round + 1) {
-			fprintf(stderr, "%s %s %.3f s", sep, variants[i].name,
-				r->v[M_WALL][round] / 1e9);
-			sep = ",";
-		}
-	}
-	fputc('\n', stderr);
-}
-
-static void json_summary(const char *key, const struct result *r, enum metric m)
-{
-	struct summary s = summarize(r->v[m], r->runs);
-
-	printf(", \"%s\": {\"median\": %.0f, \"min\": %.0f, \"max\": %.0f}", key, s.median, s.min,
-	       s.max);
-}
-
-static void print_json(const struct overhead *o)
-{
-	size_t i;
-
-	printf("{\"cmd\": [");
-	for (i = 0; o->cmd[i]; i++) {
-		if (i)
-			printf(", ");
-		cli_json_string(stdout, o->cmd[i]);
-	}
-	printf("], \"hz\": %u, \"mode\": \"%s\", \"runs\": %lu, \"nproc\": %ld, "
-	       "\"complete\": %s, \"variants\": [",
-	       o->s.hz, o->s.mode == SAMPLER_WALL ? "wall" : "cpu", o->runs,
-	       sysconf(_SC_NPROCESSORS_ONLN), o->complete ? "true" : "false");
-	for (i = 0; i < N_VARIANTS; i++) {
-		const struct result *r = &o->res[i];
-
-		printf("%s{\"name\": \"%s\", \"runs\": %u", i ? ", " : "", variants[i].name,
-		       r->runs);
-		if (!r->runs) {
-			printf(", \"wall_ns\": null, \"cpu_ns\": null, \"slowdown\": null}");
-			continue;
-		}
-		json_summary("wall_ns", r, M_WALL);
-		json_summary("cpu_ns", r, M_CPU);
-		json_summary("cpu_total_ns", r, M_CPU_TOTAL);
-		if (o->res[0].runs)
-			printf(", \"slowdown\": %.6f", slowdown(o, r));
-		else
-			printf(", \"slowdown\": null");
-		if (variants[i].kind == KIND_PTRACE)
-			printf(", \"samples\": %.0f, \"stops\": %.0f, \"stop_ns\": {\"p50\": %.0f, "
-			       "\"p99\": %.0f, \"max\": %.0f}, \"stopped_fraction_max\": %.6f, "
-			       "\"cprof_cpu_ns\": %.0f, \"session_ns\": %.0f",
-			       median_of(r, M_SAMPLES), median_of(r, M_STOPS),
-			       median_of(r, M_STOP_P50), median_of(r, M_STOP_P99),
-			       median_of(r, M_STOP_MAX), median_of(r, M_STOPPED_FRACTION),
-			       median_of(r, M_CPROF_CPU), median_of(r, M_SESSION));
-		printf("}");
-	}
-	printf("]}\n");
-}
-
-/* "median (min..max)" in seconds. */
-static void seconds_cell(char *buf, size_t size, const struct result *r, enum metric m)
-{
-	struct summary s = summarize(r->v[m], r->runs);
-
-	snprintf(buf, size, "%.3f (%.3f..%.3f)", s.median / 1e9, s.min / 1e9, s.max / 1e9);
-}
-
-static void print_table(const struct overhead *o)
-{
-	char wall[64], cpu[64], slow[32], stop[64], frac[16];
-	size_t i;
-
-	printf("cprof overhead:");
-	for (i = 0; o->cmd[i]; i++)
-		printf(" %s", o->cmd[i]);
-	printf("; -F %u, %s mode, %lu runs, %ld CPUs\n", o->s.hz,
-	       o->s.mode == SAMPLER_WALL ? "wall" : "cpu", o->runs, sysconf(_SC_NPROCESSORS_ONLN));
-	printf("%-15s %4s  %-24s  %-24s  %-14s  %-20s  %s\n", "variant", "runs",
-	       "wall s median (min..max)", "CPU s median (min..max)", "slowdown",
-	       "stop us p50/p99/max", "stopped max");
-	for (i = 0; i < N_VARIANTS; i++) {
-		const struct result *r = &o->res[i];
-		double x = slowdown(o, r);
-
-		if (!r->runs) {
-			printf("%-15s %4u  %s\n", variants[i].name, 0u,
-			       r->skipped ? "not measured (no " CLI_INPROC_LIB ")" : "not measured");
-			continue;
-		}
-		seconds_cell(wall, sizeof(wall), r, M_WALL);
-		seconds_cell(cpu, sizeof(cpu), r, M_CPU);
-		if (x > 0)
-			snprintf(slow, sizeof(slow), "x%.3f %+.1f%%", x, (x - 1) * 100);
-		else
-			snprintf(slow, sizeof(slow), "-");
-		snprintf(stop, sizeof(stop), "-");
-		snprintf(frac, sizeof(frac), "-");
-		if (variants[i].kind == KIND_PTRACE) {
-			snprintf(stop, sizeof(stop), "%.0f/%.0f/%.0f", median_of(r, M_STOP_P50) / 1e3,
-				 median_of(r, M_STOP_P99) / 1e3, median_of(r, M_STOP_MAX) / 1e3);
-			snprintf(frac, sizeof(frac), "%.2f%%", 100 * median_of(r, M_STOPPED_FRACTION));
-		}
-		printf("%-15s %4u  %-24s  %-24s  %-14s  %-20s  %s\n", variants[i].name, r->runs,
-		       wall, cpu, slow, stop, frac);
-	}
-	printf("CPU is the command's user+system time (inproc: the sampler included); stop "
-	       "figures are medians over runs.\n");
-}
-
-static bool measured_any(const struct overhead *o)
-{
-	size_t i;
-
-	for (i = 0; i < N_VARIANTS; i++)
-		if (o->res[i].runs)
-			return true;
-	return false;
 }
 
 /* Empties and removes the temporary directory (a killed writer may have left
@@ -597,7 +382,7 @@ static int measure(struct overhead *o, char **argv_buf)
 			}
 		}
 		if (!o->s.quiet)
-			print_progress(o, round);
+			overhead_print_progress(o, round);
 	}
 	code = CPROF_EXIT_OK;
 out:
@@ -659,9 +444,9 @@ int cmd_overhead(int argc, char **argv)
 	drop_scratch(o);
 	if (ret != CPROF_EXIT_FATAL) {
 		if (o->s.json)
-			print_json(o);
-		else if (measured_any(o))
-			print_table(o);
+			overhead_print_json(o);
+		else if (overhead_measured_any(o))
+			overhead_print_table(o);
 	}
 out:
 	free(argv_buf);
