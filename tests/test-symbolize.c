@@ -21,6 +21,7 @@
 
 #include "process/maps.h"
 #include "process/modules.h"
+#include "symbolize/demangle.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/symbolize.h"
 #include "tests/tap.h"
@@ -597,6 +598,51 @@ destroy_t:
 	proc_maps_free(&maps);
 }
 
+static bool same_name(const char *got, const char *want);
+
+/* Names as perf prints them: C++ with parameters, Rust without its hash. */
+static void test_demangle(void)
+{
+	static const struct {
+		const char *mangled, *want;	/* want NULL: left as it is */
+	} cases[] = {
+		{ "_ZN3foo3barEv", "foo::bar()" },
+		{ "_ZNSt6vectorIiSaIiEE9push_backERKi", "std::vector<int, std::allocator<int> >::push_back(int const&)" },
+		{ "_ZN4prog14Table$LT$K$GT$5churn17h3122caacd46cd72cE", "prog::Table<K>::churn" },
+		{ "_ZN9hashbrown11rustc_entry62_$LT$impl$u20$hashbrown..map..HashMap$LT$K$C$V$C$S$C$A$GT$$GT$11rustc_entry17h3065edb5f16cc312E",
+		  "hashbrown::rustc_entry::<impl hashbrown::map::HashMap<K,V,S,A>>::rustc_entry" },
+		{ "_RNvMCsjbghrimrkzp_4progINtB2_5TablemE5churnB2_", "<prog::Table<u32>>::churn" },
+		{ "_RNvNtCs1234_3std2rt19lang_start_internal", "std::rt::lang_start_internal" },
+		{ "main", NULL },
+		{ "_Z", NULL },
+		{ "_Zjunk", NULL },
+		{ "_R", NULL },
+	};
+	char *got, *huge;
+	size_t i;
+	int ret;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		got = NULL;
+		ret = sym_demangle(cases[i].mangled, &got);
+		check(ret == 0 && same_name(got, cases[i].want), "demangle %s: '%s'", cases[i].mangled,
+		      got ? got : "(left as it is)");
+		free(got);
+	}
+	/* Over 8 KiB: left mangled, not demangled on the stack. */
+	huge = malloc(9000);
+	if (!huge)
+		return;
+	memset(huge, 'a', 8999);
+	huge[8999] = '\0';
+	memcpy(huge, "_ZN9000", 7);
+	got = NULL;
+	ret = sym_demangle(huge, &got);
+	check(ret == 0 && !got, "a 9000-byte name is left mangled");
+	free(got);
+	free(huge);
+}
+
 /* Appends text to path (truncating first when trunc); true on success. */
 static bool write_text(const char *path, const char *text, bool trunc)
 {
@@ -686,6 +732,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_parse();
+	test_demangle();
 	test_perfmap();
 
 	if (access("/proc/self/maps", R_OK) != 0) {
