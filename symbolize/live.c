@@ -22,6 +22,13 @@
 /* How often the maps and the perf map are looked at. */
 #define POLL_NS 200000000ull
 
+/*
+ * How long stopping waits for the thread: a download notices within about a
+ * second.  Past this (libdebuginfod cleaning a huge cache, a hung file
+ * system) the thread is left behind with everything it touches.
+ */
+#define STOP_WAIT_S 3
+
 enum dl_state {
 	DL_QUEUED,	/* no local debuginfo; not asked yet */
 	DL_FOUND,
@@ -45,6 +52,7 @@ struct sym_live {
 	struct sym_live_opts o;
 	pthread_t thread;
 	bool running;
+	bool abandoned;			/* stop gave up waiting: l is the thread's */
 	pthread_mutex_t lock;
 	pthread_cond_t wake;
 	bool stop;			/* under lock */
@@ -320,6 +328,7 @@ free_live:
 
 void sym_live_stop(struct sym_live *l)
 {
+	struct timespec until;
 	size_t i;
 
 	if (!l || !l->running)
@@ -328,8 +337,15 @@ void sym_live_stop(struct sym_live *l)
 	l->stop = true;
 	pthread_cond_signal(&l->wake);
 	pthread_mutex_unlock(&l->lock);
-	pthread_join(l->thread, NULL);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += STOP_WAIT_S;
 	l->running = false;
+	if (pthread_timedjoin_np(l->thread, NULL, &until) != 0) {
+		/* The profile is not to wait: what the thread holds stays its own. */
+		pthread_detach(l->thread);
+		l->abandoned = true;
+		return;
+	}
 	/* what the runtime wrote since the last poll; no new downloads */
 	poll_once(l, false);
 	for (i = 0; i < l->n_dl; i++)
@@ -344,6 +360,8 @@ void sym_live_destroy(struct sym_live *l)
 	if (!l)
 		return;
 	sym_live_stop(l);
+	if (l->abandoned)
+		return;		/* still in use by its thread, until the process exits */
 	if (l->exec_fd >= 0)
 		close(l->exec_fd);
 	for (i = 0; i < l->n_dl; i++) {
@@ -369,7 +387,7 @@ static const char *downloaded(void *arg, const char *build_id)
 
 void sym_live_apply(struct sym_live *l, struct sym_ctx *ctx)
 {
-	if (!l)
+	if (!l || l->abandoned)
 		return;
 	sym_use_perfmap(ctx, l->perfmap);
 	if (l->n_dl)
@@ -426,7 +444,7 @@ bool sym_live_missing(const struct sym_live *l, size_t i, const char **module,
 {
 	size_t k;
 
-	if (!l)
+	if (!l || l->abandoned)
 		return false;
 	for (k = 0; k < l->n_dl; k++) {
 		if (l->dl[k].state == DL_FOUND)

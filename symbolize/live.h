@@ -34,7 +34,10 @@ int sym_live_start(struct sym_live **out, const struct sym_live_opts *o);
 /*
  * Stops the thread, giving up a download under way, after one last read of
  * the perf map if the target is still there.  Returns once the thread has
- * ended (a download notices within about a second).  Idempotent.
+ * ended (a download notices within about a second), or after 3 s at most:
+ * a thread that has not ended by then is left running, and l then offers
+ * nothing (no perf map names, no downloads, no missing list) and is freed
+ * only with the process.  Idempotent.
  */
 void sym_live_stop(struct sym_live *l);
 
