@@ -14,10 +14,10 @@
 #     of mover -p 70, each pair diffed with the default gate (threshold 5
 #     points, 99% confidence); counts the pairs that exit 3.
 #   detection: for each shift x in DIFF_SHIFTS_1S (1 s runs) and
-#     DIFF_SHIFTS_10S (10 s runs), DIFF_TRIES pairs (default 5) of mover -p 50
+#     DIFF_SHIFTS_10S (10 s runs), DIFF_TRIES pairs (default 10) of mover -p 50
 #     against mover -p 50+x, diffed with --threshold DIFF_THRESHOLD (default
 #     the gate's 5); counts the pairs that exit 3.  The smallest shift caught
-#     in at least 4 of 5 pairs is the one reported.
+#     in at least 4 of 5 pairs is the one reported; an empty list skips.
 #
 # The identical pairs are the baseline of the same run: their rate of exit 3
 # is what the gate costs in false alarms on this machine today.  Figures
@@ -29,9 +29,9 @@ B=${1:-build}
 CPROF=$B/cprof
 MOVER=$B/tests/targets/mover
 PAIRS=${DIFF_PAIRS:-20}
-TRIES=${DIFF_TRIES:-5}
-SHIFTS_1S=${DIFF_SHIFTS_1S:-"5 10 15 20 30 40"}
-SHIFTS_10S=${DIFF_SHIFTS_10S:-"3 5 8 12"}
+TRIES=${DIFF_TRIES:-10}
+SHIFTS_1S=${DIFF_SHIFTS_1S-"10 20 30 40"}	# set empty to skip
+SHIFTS_10S=${DIFF_SHIFTS_10S-"3 5 8 12"}
 THRESHOLD=${DIFF_THRESHOLD:-5}
 [ -x "$CPROF" ] && [ -x "$MOVER" ] || { echo "diff-gate: build cprof and tests/targets/mover first ($B)" >&2; exit 1; }
 DIR=$(mktemp -d) || exit 1
@@ -75,6 +75,7 @@ echo "  $fa of $PAIRS pairs exit 3 (rate $(awk -v a="$fa" -v b="$PAIRS" 'BEGIN {
 detect() {
 	local secs=$1 x t hits n smallest=none
 	shift
+	[ $# -gt 0 ] || return 0
 	echo "detection at 100 Hz, $secs s runs, mover -p 50 against -p 50+x, --threshold $THRESHOLD, $TRIES pairs each"
 	for x in "$@"; do
 		hits=0 n=0
