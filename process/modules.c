@@ -438,6 +438,15 @@ static const struct mod_entry *same_inode(const struct proc_modules *t, const st
 	return NULL;
 }
 
+/* Whether mapping m is of the process's executable (/proc/PID/exe). */
+static bool is_exe(const struct proc_map *m, const struct stat *exe, const char *exe_path)
+{
+	if (exe && m->inode != 0 && (uint64_t)exe->st_ino == m->inode &&
+	    major(exe->st_dev) == m->dev_major && minor(exe->st_dev) == m->dev_minor)
+		return true;
+	return exe_path && strcmp(exe_path, m->path) == 0;
+}
+
 static int add_module(struct proc_modules *owner, const struct candidate *c,
 		      const struct stat *exe, const char *exe_path)
 {
@@ -495,13 +504,7 @@ static int add_module(struct proc_modules *owner, const struct candidate *c,
 		}
 		if (e->pub.fd == -ENOMEM)
 			goto free_path;
-		if (exe && m->inode != 0 &&
-		    (uint64_t)exe->st_ino == m->inode &&
-		    (major(exe->st_dev) == m->dev_major &&
-		     minor(exe->st_dev) == m->dev_minor))
-			e->pub.is_main = true;
-		else if (exe_path && strcmp(exe_path, m->path) == 0)
-			e->pub.is_main = true;
+		e->pub.is_main = is_exe(m, exe, exe_path);
 	}
 	if (e->pub.fd < 0)
 		e->pub.fd = -1;
@@ -684,6 +687,9 @@ int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
 			/* Same file at the same place: the same module again. */
 			c->mod = &e->pub;
 			e->pub.mapped = true;
+			/* An exec of the same file makes it main again. */
+			if (!e->pub.is_vdso && is_exe(c->first_x, have_exe ? &exe_st : NULL, exe_path))
+				e->pub.is_main = true;
 			if (c->text_start < e->pub.text_start) {
 				e->pub.text_start = c->text_start;
 				e->pub.text_offset = c->text_offset;
@@ -712,8 +718,13 @@ void proc_modules_unmap_all(struct proc_modules *t)
 {
 	size_t i;
 
-	for (i = 0; i < t->store->n; i++)
+	/* After an exec the old executable is the process's main one no
+	 * more: the new one, found by the next update, is (and comes first
+	 * in profiles). */
+	for (i = 0; i < t->store->n; i++) {
 		t->store->mods[i]->pub.mapped = false;
+		t->store->mods[i]->pub.is_main = false;
+	}
 	t->nindex = 0;
 }
 

@@ -29,7 +29,7 @@ struct proc_module {
 	uint64_t eh_frame_hdr_len;
 	int fd;			/* the ELF file, open read-only; -1 if it could not be opened */
 	char *open_path;	/* the path fd was opened by (e.g. /proc/PID/root/...), for debuglink lookup */
-	bool is_main;		/* the main executable */
+	bool is_main;		/* the main executable (of the current program image) */
 	bool is_vdso;		/* fd is a memfd holding a copy of the target's vdso */
 	bool mapped;		/* currently mapped (false after dlclose or exec) */
 	bool deleted;		/* the file was deleted */
@@ -63,7 +63,8 @@ void proc_modules_destroy(struct proc_modules *t);
  */
 int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps);
 
-/* Marks every module unmapped (after exec); they stay for symbolization. */
+/* Marks every module unmapped and not main (after exec); they stay for
+ * symbolization. */
 void proc_modules_unmap_all(struct proc_modules *t);
 
 /* The mapped module whose executable span contains addr, or NULL.  Fast: a

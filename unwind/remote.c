@@ -67,6 +67,9 @@ struct remote_unwinder {
 	bool missing_reg;
 	bool step_without_cfi;	/* the current step found no CFI for a pc */
 	bool in_signal_ctx;	/* registers come from sig_regs, not the snapshot */
+	bool start_from_sig_regs; /* a walk starts from sig_regs (set by the caller) */
+	uint64_t parked_lo, parked_hi; /* a goroutine's stack, parked in a cgo call:
+					* read as it is (see enter_cgo_caller) */
 	struct user_regs_struct sig_regs; /* the context a signal interrupted, or
 					   * the goroutine a cgo call left */
 	bool rbp_probed;	/* frame_pointer_guess ran for this walk */
@@ -161,6 +164,8 @@ static int read_mem(struct remote_unwinder *u, uint64_t addr, void *dst, size_t 
 		memcpy(dst, s->stack2 + (addr - s->stack2_start), len);
 		return 0;
 	}
+	if (addr >= u->parked_lo && addr + len <= u->parked_hi)
+		return read_live(u, addr, dst, len);
 	if (u->stack_map && addr >= u->stack_map->start && addr < u->stack_map->end) {
 		if (s && addr >= s->stack_start)
 			u->hit_end_of_snapshot = true;
@@ -616,20 +621,58 @@ static uint64_t enter_cgo_caller(struct remote_unwinder *u, unw_cursor_t *c)
 	    read_mem(u, sp_a + 48, &g, 8) < 0)
 		return 0;
 	if (g) {
-		if (read_mem(u, g + 8, &hi, 8) < 0 || depth > hi)
+		if (read_mem(u, g + 8, &hi, 8) < 0 || depth > hi || depth > (1u << 30))
 			return 0;
 		sp = hi - depth;
+		/* Its stack may share a mapping with the copied one (Go's
+		 * heap holds both goroutine and signal stacks). */
+		u->parked_lo = sp;
+		u->parked_hi = hi;
 	} else {
 		sp = depth;	/* called on a system stack: the SP itself */
 	}
-	if (read_mem(u, sp, &ret, 8) < 0 || root_kind(u, ret, false) != ROOTS_CGO_CALLER)
+	if (read_mem(u, sp, &ret, 8) < 0 || root_kind(u, ret, false) != ROOTS_CGO_CALLER) {
+		u->parked_lo = u->parked_hi = 0;
 		return 0;
+	}
 	u->sig_regs = u->in_signal_ctx ? u->sig_regs : u->snap->regs;
 	u->sig_regs.rsp = sp + 8;
 	u->sig_regs.rip = ret;
 	u->sig_regs.rbp = 0;	/* Go's CFI does not need it */
 	u->in_signal_ctx = true;
 	return unw_init_remote(c, u->as, u) < 0 ? 0 : ret;
+}
+
+/*
+ * c is at a return address in time.now or runtime.nanotime1, which call the
+ * vdso on the g0 stack: their CFI describes their frame on the goroutine's
+ * stack, whose SP they keep in %r12 across the call (Go's
+ * sys_linux_amd64.s, time_linux_amd64.s).  Restarts c at the same pc from
+ * that SP.  Returns 0, or -1 when the walk should go on as it is.
+ */
+static int leave_vdso_stack(struct remote_unwinder *u, unw_cursor_t *c, uint64_t ip)
+{
+	unw_word_t sp, r12, rbp;
+
+	const struct snap *s = u->snap;
+
+	if (unw_get_reg(c, UNW_REG_SP, &sp) < 0 || unw_get_reg(c, UNW_X86_64_R12, &r12) < 0 ||
+	    unw_get_reg(c, UNW_X86_64_RBP, &rbp) < 0 || r12 == sp || !r12)
+		return -1;
+	/* The goroutine runs on once resumed: its stack counts only if it
+	 * was copied at the stop (sigframe_capture_vdso_caller). */
+	if (!(r12 >= s->stack_start && r12 < s->stack_start + s->stack_len) &&
+	    !(s->stack2_len && r12 >= s->stack2_start && r12 < s->stack2_start + s->stack2_len)) {
+		u->hit_end_of_snapshot = true;
+		return -1;
+	}
+	u->sig_regs = u->in_signal_ctx ? u->sig_regs : u->snap->regs;
+	u->sig_regs.rip = ip;
+	u->sig_regs.rsp = r12;
+	u->sig_regs.r12 = r12;
+	u->sig_regs.rbp = rbp;
+	u->in_signal_ctx = true;
+	return unw_init_remote(c, u->as, u) < 0 ? -1 : 0;
 }
 
 static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
@@ -651,7 +694,8 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 	u->bad_memory = false;
 	u->missing_reg = false;
 	u->rbp_probed = false;
-	u->in_signal_ctx = false;
+	u->parked_lo = u->parked_hi = 0;
+	u->in_signal_ctx = u->start_from_sig_regs;
 	*fail_sp = 0;
 	put_frame(u, &frames[n++], snap_pc(s), true);
 	kind = root_kind(u, snap_pc(s), true);
@@ -718,6 +762,18 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 		 * every other caller's ip is a return address. */
 		put_frame(u, &frames[n++], ip, was_signal);
 		kind = root_kind(u, ip, was_signal);
+		if (kind == ROOTS_VDSO_CALLER && !was_signal && leave_vdso_stack(u, &c, ip) < 0) {
+			if (u->missing_reg) {
+				*end = REMOTE_END_NEED_REGS;
+				unw_get_reg(&c, UNW_REG_SP, fail_sp);
+				goto out;
+			}
+			if (u->hit_end_of_snapshot) {
+				/* The goroutine's stack was not copied. */
+				*end = REMOTE_END_TRUNCATED;
+				goto out;
+			}
+		}
 		if (kind == ROOTS_CGO_SWITCH && n < max && (ip = enter_cgo_caller(u, &c))) {
 			/* Continued on the goroutine's stack. */
 			put_frame(u, &frames[n++], ip, false);
@@ -736,6 +792,7 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 			break;
 		case ROOTS_NONE:
 		case ROOTS_CGO_CALLER:
+		case ROOTS_VDSO_CALLER:
 			break;
 		}
 	}
@@ -750,6 +807,7 @@ out:
 	u->snap = NULL;
 	u->stack_map = NULL;
 	u->in_signal_ctx = false;
+	u->parked_lo = u->parked_hi = 0;
 	return n;
 }
 
@@ -771,6 +829,35 @@ static size_t mark_truncated(struct prof_frame *frames, size_t n, size_t max,
 	return n + 1;
 }
 
+/*
+ * A leaf in time.now or runtime.nanotime1 may be past their switch to the g0
+ * stack (see leave_vdso_stack): when the walk from the snapshot's SP found
+ * no root, walk again from %r12, and keep that walk if it reaches one; else
+ * the first walk is made again.  Returns the frames of the walk kept.
+ */
+static size_t vdso_second_chance(struct remote_unwinder *u, const struct snap *s,
+				 struct prof_frame *frames, size_t max, enum remote_end *end,
+				 size_t n)
+{
+	enum remote_end end2;
+	uint64_t fail_sp;
+	size_t n2;
+
+	if (s->regs_partial || !s->regs.r12 || s->regs.r12 == s->regs.rsp ||
+	    root_kind(u, snap_pc(s), true) != ROOTS_VDSO_CALLER)
+		return n;
+	u->sig_regs = s->regs;
+	u->sig_regs.rsp = s->regs.r12;
+	u->start_from_sig_regs = true;
+	n2 = walk(u, s, frames, max, &end2, &fail_sp);
+	u->start_from_sig_regs = false;
+	if (remote_end_is_root(end2)) {
+		*end = end2;
+		return n2;
+	}
+	return walk(u, s, frames, max, end, &fail_sp);
+}
+
 size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
 		     size_t max, enum remote_end *end)
 {
@@ -779,6 +866,9 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 
 	u->rbp_floor = 0;
 	n = walk(u, s, frames, max, end, &fail_sp);
+	if (!remote_end_is_root(*end) && *end != REMOTE_END_NEED_REGS &&
+	    (n = vdso_second_chance(u, s, frames, max, end, n)) && remote_end_is_root(*end))
+		return n;
 	if (*end != REMOTE_END_NEED_REGS || !s->regs_partial || !fail_sp)
 		return mark_truncated(frames, n, max, *end);
 	/* Second chance without a stop: guess %rbp from the frame records

@@ -42,6 +42,9 @@ static const struct {
 	{ "runtime.morestack", ROOTS_SWITCH },
 	{ "runtime.asmcgocall", ROOTS_CGO_SWITCH },
 	{ "runtime.cgocall", ROOTS_CGO_CALLER },
+	{ "time.now", ROOTS_VDSO_CALLER },
+	{ "runtime.nanotime1", ROOTS_VDSO_CALLER },
+	{ "runtime.walltime", ROOTS_VDSO_CALLER },
 };
 
 /* Go's linker marks a function's ABI with a suffix the root list omits. */

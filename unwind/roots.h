@@ -23,6 +23,8 @@ enum roots_kind {
 	ROOTS_SWITCH,	/* Go switched to the g0 stack here */
 	ROOTS_CGO_SWITCH, /* runtime.asmcgocall: C runs on g0, the goroutine waits */
 	ROOTS_CGO_CALLER, /* runtime.cgocall: not a root, where asmcgocall returns */
+	ROOTS_VDSO_CALLER, /* time.now, runtime.nanotime1: call the vdso on g0,
+			    * their own SP kept in %r12 */
 };
 
 struct roots;

@@ -61,14 +61,56 @@ static uint64_t word(const struct snap *s, size_t off)
 	return v;
 }
 
+/* Copies [sp, end of its mapping) into s->stack2, up to stack_cap bytes. */
+static int copy_second(struct snap *s, pid_t pid, const struct proc_map *stack, uint64_t sp)
+{
+	struct iovec l, r;
+	size_t want;
+	ssize_t n;
+
+	if (!s->stack2) {
+		s->stack2 = malloc(s->stack_cap);
+		if (!s->stack2)
+			return -ENOMEM;
+	}
+	want = s->stack_cap;
+	if (stack->end - sp < want)
+		want = (size_t)(stack->end - sp);
+	l.iov_base = s->stack2;
+	l.iov_len = want;
+	r.iov_base = (void *)(uintptr_t)sp;
+	r.iov_len = want;
+	n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+	if (n > 0) {
+		s->stack2_start = sp;
+		s->stack2_len = (size_t)n;
+	}
+	return 0;
+}
+
+int sigframe_capture_vdso_caller(struct snap *s, pid_t pid, const struct proc_maps *maps)
+{
+	const struct proc_map *code, *stack;
+	uint64_t sp = s->regs.r12;
+
+	if (s->regs_partial || s->stack2_len || !sp ||
+	    (sp >= s->stack_start && sp < s->stack_start + s->stack_len))
+		return 0;
+	code = proc_maps_find(maps, s->regs.rip);
+	if (!code || !code->path || strcmp(code->path, "[vdso]"))
+		return 0;
+	stack = proc_maps_find(maps, sp);
+	if (!stack || (stack->perms & (PROC_MAP_R | PROC_MAP_W | PROC_MAP_X)) !=
+			      (PROC_MAP_R | PROC_MAP_W))
+		return 0;
+	return copy_second(s, pid, stack, sp);
+}
+
 int sigframe_capture(struct snap *s, pid_t pid, const struct proc_maps *maps)
 {
 	const size_t uc = 8;	/* the handler's return address comes first */
 	const struct proc_map *code, *stack;
 	uint64_t ss_sp, ss_size, sp, ip;
-	struct iovec l, r;
-	size_t want;
-	ssize_t n;
 
 	s->stack2_len = 0;
 	if (s->regs_partial || s->stack_len < uc + SIGFRAME_GREGS_OFFSET + SIGFRAME_GREGS * 8)
@@ -89,22 +131,5 @@ int sigframe_capture(struct snap *s, pid_t pid, const struct proc_maps *maps)
 	stack = proc_maps_find(maps, sp);
 	if (!code || !(code->perms & PROC_MAP_X) || !stack || (stack->perms & PROC_MAP_X))
 		return 0;
-	if (!s->stack2) {
-		s->stack2 = malloc(s->stack_cap);
-		if (!s->stack2)
-			return -ENOMEM;
-	}
-	want = s->stack_cap;
-	if (stack->end - sp < want)
-		want = (size_t)(stack->end - sp);
-	l.iov_base = s->stack2;
-	l.iov_len = want;
-	r.iov_base = (void *)(uintptr_t)sp;
-	r.iov_len = want;
-	n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-	if (n > 0) {
-		s->stack2_start = sp;
-		s->stack2_len = (size_t)n;
-	}
-	return 0;
+	return copy_second(s, pid, stack, sp);
 }

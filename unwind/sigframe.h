@@ -12,6 +12,8 @@
  *    delivered stops exactly there;
  *  - at unwind time, the registers of the interrupted code, read from the
  *    ucontext, so the walk goes on from them.
+ * The same second region serves Go's calls into the vdso (time.now,
+ * runtime.nanotime1), made on the g0 stack with the goroutine's SP in %r12.
  */
 #ifndef CPROF_UNWIND_SIGFRAME_H
 #define CPROF_UNWIND_SIGFRAME_H
@@ -33,6 +35,16 @@ struct snap;
  * there.  Returns 0 or -errno (-ENOMEM); nothing found is not an error.
  */
 int sigframe_capture(struct snap *s, pid_t pid, const struct proc_maps *maps);
+
+/*
+ * When s (just captured, thread still stopped) is in the vdso with %r12
+ * pointing into another writable stack region than the one copied (Go's
+ * time.now and runtime.nanotime1 call the vdso on the g0 stack and keep the
+ * goroutine's SP there), copies that region into s->stack2, unless it holds
+ * something already.  One lookup in maps per call; one process_vm_readv
+ * when the case is there.  Returns 0 or -ENOMEM.
+ */
+int sigframe_capture_vdso_caller(struct snap *s, pid_t pid, const struct proc_maps *maps);
 
 /* Bytes of code at a restorer: mov $15 (rt_sigreturn),%rax; syscall. */
 #define SIGFRAME_RESTORER_LEN 9

@@ -76,6 +76,7 @@ int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_st
 	/* An unreadable stack still leaves the pc: not an error. */
 	copy_stack(s, pid, maps);
 	sigframe_capture(s, pid, maps);
+	sigframe_capture_vdso_caller(s, pid, maps);
 	return 0;
 }
 

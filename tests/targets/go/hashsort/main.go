@@ -4,9 +4,10 @@
 //
 //	hashsort [-s SECONDS] [-p PROFILE] [-r READYFILE]
 //
-// Two goroutines spin for SECONDS (default 10): hashLoop hashes with crypto/sha256 (whose
-// block function is assembly that uses %rbp as data) and sortLoop sorts
-// random ints.  The program writes its own runtime/pprof CPU profile of the
+// Three goroutines spin for SECONDS (default 10): hashLoop hashes with
+// crypto/sha256 (whose block function is assembly that uses %rbp as data),
+// sortLoop sorts random ints, and clockLoop reads the clock (time.Now calls
+// the vdso on the g0 stack).  The program writes its own runtime/pprof CPU profile of the
 // same seconds to PROFILE (if given), so that cprof's view can be compared
 // with Go's.
 // READYFILE gets "ready" once both goroutines run; SIGUSR2 ends the run
@@ -57,6 +58,21 @@ func sortLoop(started *sync.WaitGroup) {
 	}
 }
 
+//go:noinline
+func clockLoop(started *sync.WaitGroup) {
+	var sum int64
+	started.Done()
+	for atomic.LoadInt32(&stop) == 0 {
+		for i := 0; i < 1000; i++ {
+			sum += time.Now().UnixNano() & 1
+			for j := int64(0); j < 200; j++ {
+				sum = sum*31 + j
+			}
+		}
+	}
+	sink ^= byte(sum)
+}
+
 func writeReady(path string) error {
 	if err := os.WriteFile(path+".tmp", []byte("ready\n"), 0o644); err != nil {
 		return err
@@ -88,10 +104,11 @@ func main() {
 	signal.Notify(usr2, syscall.SIGUSR2)
 
 	var started, done sync.WaitGroup
-	started.Add(2)
-	done.Add(2)
+	started.Add(3)
+	done.Add(3)
 	go func() { hashLoop(&started); done.Done() }()
 	go func() { sortLoop(&started); done.Done() }()
+	go func() { clockLoop(&started); done.Done() }()
 	started.Wait()
 	if *ready != "" {
 		if err := writeReady(*ready); err != nil {
