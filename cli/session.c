@@ -412,6 +412,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	printf(", \"elapsed_ns\": %llu, \"samples\": %llu, \"samples_stopped\": %llu, "
 	       "\"samples_unstopped\": %llu, \"samples_reused\": %llu, \"value_ns\": %llu, "
 	       "\"ticks\": %llu, \"ticks_missed\": %llu, \"threads_seen\": %llu, "
+	       "\"sched_reads\": %llu, \"full_reads\": %llu, "
 	       "\"stops\": %llu, \"stop_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, "
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
 	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"signals_reinjected\": %llu, "
@@ -421,6 +422,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)st->samples_unstopped, (unsigned long long)st->samples_reused,
 	       (unsigned long long)st->value_ns, (unsigned long long)st->ticks,
 	       (unsigned long long)st->ticks_missed, (unsigned long long)t->threads_seen,
+	       (unsigned long long)st->sched_reads, (unsigned long long)st->full_reads,
 	       (unsigned long long)t->stops, (unsigned long long)tracer_stop_percentile(t, 50),
 	       (unsigned long long)tracer_stop_percentile(t, 99),
 	       (unsigned long long)t->stop_ns_max, (unsigned long long)t->stop_ns_total,

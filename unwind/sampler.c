@@ -27,6 +27,14 @@
 #define EXPIRE_NS 200000000ull
 /* How long a tick waits for the stops it asked for. */
 #define STOP_WAIT_NS 20000000ull
+/* cpu mode: a thread stays in the tier read every tick for this many
+ * ticks after it was last sampled. */
+#define HOT_TICKS 8
+/* cpu mode: CPU time the process used beyond what the threads read every
+ * tick account for, above which the others are read too (see tick()). */
+#define COLD_SLACK_NS 1000000ull
+/* cpu mode: the others are read at least this often anyway. */
+#define COLD_MAX_NS 1000000000ull
 
 struct label {
 	pid_t tid;
@@ -40,6 +48,8 @@ struct samp_thread {
 	uint64_t sampled_run_ns;	/* schedstat run time at its last sample */
 	uint64_t seen_run_ns;		/* ... when it was chosen for this one */
 	struct procfs_sched captured;	/* wall: schedstat when last captured */
+	uint64_t read_run_ns;		/* cpu: schedstat run time when last read */
+	uint64_t hot_tick;		/* cpu: in the hot tier until this tick */
 	uint32_t label;
 	struct samp_proc *proc;
 	bool primed;
@@ -70,6 +80,11 @@ struct sampler {
 	bool holding;		/* on_stop holds threads (--stop process, gathering) */
 	bool stop;		/* sampler_stop(): atomic builtins only */
 	int error;		/* -ENOMEM met in a callback: ends the session */
+	uint64_t proc_cpu_ns;	/* the traced processes' CPU clocks at the previous tick */
+	size_t clock_procs;	/* ... and how many processes that sum was over */
+	int64_t unexplained_ns;	/* its growth the hot tier did not account for */
+	uint64_t hot_run_ns;	/* this tick: CPU the threads read used since last read */
+	uint64_t cold_read_ns;	/* when every thread was last read */
 	struct sampler_stats stats;
 };
 
@@ -175,8 +190,10 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 	/* CPU used before we saw the thread is not ours to attribute. */
 	if (procfs_task_sched(tracer_fds(t), &th->task, &sc) == 0) {
 		st->sampled_run_ns = sc.run_ns;
+		st->read_run_ns = sc.run_ns;
 		st->primed = true;
 	}
+	st->hot_tick = s->stats.ticks + HOT_TICKS;
 	if (procfs_task_stat(tracer_fds(t), &th->task, &ps) == 0)
 		st->label = add_label(s, th->tid, ps.comm, st->proc);
 	else
@@ -474,17 +491,22 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	/* schedstat first: one pread says whether the thread ran at all. */
 	if (procfs_task_sched(fds, &th->task, &sc) < 0)
 		return false;
+	s->stats.sched_reads++;
 	if (!st->primed) {
 		st->sampled_run_ns = sc.run_ns;
+		st->read_run_ns = sc.run_ns;
 		st->primed = true;
 	}
 	if (s->o.mode == SAMPLER_CPU) {
+		s->hot_run_ns += sc.run_ns - st->read_run_ns;
+		st->read_run_ns = sc.run_ns;
 		if (th->listening || sc.run_ns == st->sampled_run_ns)
 			return false;
 		if (procfs_task_stat(fds, &th->task, &ps) < 0 || ps.state != 'R')
 			return false;
 		update_label(s, th, ps.comm);
 		st->seen_run_ns = sc.run_ns;
+		st->hot_tick = s->stats.ticks + HOT_TICKS;
 		return true;
 	}
 	if (st->have_last && procfs_sched_same(&st->captured, &sc)) {
@@ -519,6 +541,89 @@ static int wait_stops(struct sampler *s)
 	return wait_stops_for(s, STOP_WAIT_NS);
 }
 
+static bool is_hot(const struct sampler *s, const struct tracer_thread *th)
+{
+	const struct samp_thread *st = th->user;
+
+	return !st || st->hot_tick > s->stats.ticks;
+}
+
+/* The sum of the traced processes' CPU clocks: the CPU time of all their
+ * threads, dead ones included.  Returns false if one cannot be read. */
+static bool read_proc_clock(struct sampler *s, uint64_t *ns, size_t *procs)
+{
+	struct timespec ts;
+	size_t i;
+
+	*ns = 0;
+	*procs = 0;
+	for (i = 0; i < s->n_procs; i++) {
+		/* The kernel's encoding of a process CPU clock (CPUCLOCK_SCHED). */
+		clockid_t clk = (clockid_t)((~(unsigned)s->procs[i]->pid << 3) | 2);
+
+		if (s->procs[i]->gone)
+			continue;
+		if (clock_gettime(clk, &ts) < 0)
+			return false;
+		*ns += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		(*procs)++;
+	}
+	return true;
+}
+
+/*
+ * This tick's threads to stop, into s->pick; returns how many.
+ *
+ * wall mode reads every thread.  cpu mode reads every tick only the hot
+ * tier, threads sampled in the last HOT_TICKS ticks (and new ones), and the
+ * others only when something says one of them ran: the target's process
+ * CPU clock grew by more than the hot threads' schedstat did.  Both count
+ * the same thing (a task's sum_exec_runtime), and each thread's reads
+ * telescope, so the difference summed over ticks is the CPU the other
+ * threads used, up to the few microseconds the reads of one tick are
+ * apart: past COLD_SLACK_NS of it, or COLD_MAX_NS after the last full
+ * read, every thread is read.  Nothing is lost: a thread's value is its
+ * CPU time since its previous sample, whenever that sample comes.
+ */
+static size_t choose(struct sampler *s, size_t n)
+{
+	uint64_t now = cprof_now_ns(), clock = 0;
+	size_t i, chosen = 0, procs = 0;
+	bool all = s->o.mode == SAMPLER_WALL, have_clock;
+
+	have_clock = !all && read_proc_clock(s, &clock, &procs);
+	/* A process that came or went changes what the clock sums. */
+	if (!have_clock || procs != s->clock_procs || now - s->cold_read_ns >= COLD_MAX_NS)
+		all = true;
+	s->hot_run_ns = 0;
+	for (i = 0; i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+
+		if ((all || is_hot(s, th)) && wants_stop(s, th))
+			s->pick[chosen++] = th->tid;
+	}
+	if (!all) {
+		s->unexplained_ns += (int64_t)(clock - s->proc_cpu_ns) - (int64_t)s->hot_run_ns;
+		if (s->unexplained_ns > (int64_t)COLD_SLACK_NS) {
+			all = true;
+			for (i = 0; i < n; i++) {
+				struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+
+				if (!is_hot(s, th) && wants_stop(s, th))
+					s->pick[chosen++] = th->tid;
+			}
+		}
+	}
+	if (all) {
+		s->unexplained_ns = 0;
+		s->cold_read_ns = now;
+		s->stats.full_reads++;
+	}
+	s->proc_cpu_ns = clock;
+	s->clock_procs = procs;
+	return chosen;
+}
+
 static int tick(struct sampler *s)
 {
 	size_t i, n = tracer_thread_count(s->tracer), chosen = 0;
@@ -537,12 +642,7 @@ static int tick(struct sampler *s)
 	tracer_expire_interrupts(s->tracer, EXPIRE_NS);
 	/* Choose first, then stop.  By tid, not by pointer: a thread that
 	 * exits while we wait for another's stop is freed by the tracer. */
-	for (i = 0; i < n; i++) {
-		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
-
-		if (wants_stop(s, th))
-			s->pick[chosen++] = th->tid;
-	}
+	chosen = choose(s, n);
 	if (s->o.stop == SAMPLER_STOP_PROCESS) {
 		/* Hold the copied threads until all are copied, but not for
 		 * long: a thread that finds no CPU to reach its stop on would
