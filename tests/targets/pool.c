@@ -5,6 +5,7 @@
  *
  * PARKED threads (default 1000), named "park-N", each loop on
  *   park_thread -> park_outer -> park_inner -> nanosleep(NAP_MS, default 1000)
+ * or, with -p 0, wait there in pause() for the whole run (no wake-ups)
  * and BUSY threads (default 2), named "busy-N", spin in
  *   busy_thread -> busy_outer -> busy_inner (a loop on a volatile counter).
  * The ready file is written once every thread has started.  The run ends
@@ -39,7 +40,10 @@ NOINLINE static void park_inner(void)
 {
 	struct timespec ts = { .tv_sec = nap_ms / 1000, .tv_nsec = (nap_ms % 1000) * 1000000L };
 
-	nanosleep(&ts, NULL);
+	if (nap_ms)
+		nanosleep(&ts, NULL);
+	else
+		pause();
 	KEEP_FRAME();
 }
 
@@ -127,7 +131,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (parked < 0 || busy < 0 || nap_ms < 1) {
+	if (parked < 0 || busy < 0 || nap_ms < 0) {
 		fprintf(stderr, "pool: bad arguments\n");
 		return 2;
 	}

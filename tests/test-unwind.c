@@ -1,0 +1,502 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit test of the tracer's helpers, the per-thread /proc file cache, the
+ * remote unwinder's accessors on a synthetic snapshot of this process's own
+ * stack, and the all-threads capture of a forked child.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include "process/maps.h"
+#include "process/modules.h"
+#include "process/procfs.h"
+#include "tests/tap.h"
+#include "unwind/capture.h"
+#include "unwind/remote.h"
+#include "unwind/snapshot.h"
+#include "unwind/tracer.h"
+
+#define NOINLINE __attribute__((noinline, noipa))
+#define KEEP_FRAME() asm volatile("" ::: "memory")
+/* Upper bound of a small noinline function's size, to tell which function
+ * a return address is in. */
+#define FN_SPAN 512
+
+static bool in_fn(uint64_t addr, const void *fn)
+{
+	return addr > (uintptr_t)fn && addr < (uintptr_t)fn + FN_SPAN;
+}
+
+/* ---- stop-time histogram ------------------------------------------------ */
+
+static void test_percentiles(void)
+{
+	struct tracer_stats st;
+	uint64_t p50, p99, i;
+
+	memset(&st, 0, sizeof(st));
+	check(tracer_stop_percentile(&st, 50) == 0, "no stops: every percentile is 0");
+	tracer_stats_add_stop(&st, 5);
+	check(tracer_stop_percentile(&st, 50) == 5 && tracer_stop_percentile(&st, 100) == 5,
+	      "below 8 ns buckets are exact (%llu)",
+	      (unsigned long long)tracer_stop_percentile(&st, 50));
+
+	memset(&st, 0, sizeof(st));
+	/* 1..1000 us, one stop each */
+	for (i = 1; i <= 1000; i++)
+		tracer_stats_add_stop(&st, i * 1000);
+	p50 = tracer_stop_percentile(&st, 50);
+	p99 = tracer_stop_percentile(&st, 99);
+	check(st.stops == 1000 && st.stop_ns_max == 1000000 && st.stop_ns_total == 500500000ull,
+	      "count, max and total of 1000 stops (%llu, %llu, %llu)",
+	      (unsigned long long)st.stops, (unsigned long long)st.stop_ns_max,
+	      (unsigned long long)st.stop_ns_total);
+	check(p50 <= 500000 && p50 >= 500000 * 7 / 8,
+	      "p50 of 1..1000 us is the lower bound of 500 us's 12.5%% bucket (%llu ns)",
+	      (unsigned long long)p50);
+	check(p99 <= 990000 && p99 >= 990000 * 7 / 8,
+	      "p99 of 1..1000 us is the lower bound of 990 us's bucket (%llu ns)",
+	      (unsigned long long)p99);
+	check(tracer_stop_percentile(&st, 10) <= p50 && p50 <= p99,
+	      "percentiles do not decrease");
+
+	memset(&st, 0, sizeof(st));
+	tracer_stats_add_stop(&st, UINT64_MAX / 2);
+	check(tracer_stop_percentile(&st, 50) <= UINT64_MAX / 2 &&
+	      tracer_stop_percentile(&st, 50) >= UINT64_MAX / 2 / 8 * 7,
+	      "a huge stop lands in the last buckets");
+}
+
+/* ---- helper threads and a forked child ---------------------------------- */
+
+static volatile int stop_helpers;
+static volatile unsigned long spin_sink;
+
+NOINLINE static void sleep_inner(void)
+{
+	struct timespec ts = { 0, 20000000L };
+
+	while (!stop_helpers)
+		nanosleep(&ts, NULL);
+	KEEP_FRAME();
+}
+
+NOINLINE static void *sleeper(void *arg)
+{
+	(void)arg;
+	sleep_inner();
+	KEEP_FRAME();
+	return NULL;
+}
+
+NOINLINE static void spin_inner(void)
+{
+	while (!stop_helpers)
+		spin_sink++;
+	KEEP_FRAME();
+}
+
+NOINLINE static void *spinner(void *arg)
+{
+	(void)arg;
+	spin_inner();
+	KEEP_FRAME();
+	return NULL;
+}
+
+/* A child with 2 sleeping threads and 1 spinning one; main sleeps.  Writes
+ * one byte to the pipe when they run.  Returns its pid, or -1. */
+static pid_t fork_child(void)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		pthread_t t;
+
+		close(fds[0]);
+		stop_helpers = 0;
+		pthread_create(&t, NULL, sleeper, NULL);
+		pthread_create(&t, NULL, sleeper, NULL);
+		pthread_create(&t, NULL, spinner, NULL);
+		if (write(fds[1], "r", 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	close(fds[1]);
+	if (pid < 0 || read(fds[0], &c, 1) != 1) {
+		close(fds[0]);
+		if (pid > 0) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+		}
+		return -1;
+	}
+	close(fds[0]);
+	usleep(50000);	/* let the threads reach their loops */
+	return pid;
+}
+
+static void end_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* ---- per-thread /proc files under a tiny budget ----------------------- */
+
+static void test_fdcache(void)
+{
+	struct procfs_fdcache c;
+	struct procfs_task tasks[4];
+	pthread_t th[4];
+	pid_t *tids;
+	size_t n = 0, i, round;
+	bool all_read = true;
+	int ret;
+
+	stop_helpers = 0;
+	for (i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, sleeper, NULL);
+	ret = procfs_list_tasks(getpid(), &tids, &n);
+	check(ret == 0 && n >= 5, "procfs_list_tasks lists this process's threads (%zu)", n);
+	procfs_fdcache_init(&c, getpid());
+	check(c.budget >= 16, "a budget from RLIMIT_NOFILE (%zu)", c.budget);
+	c.budget = 2;	/* far fewer files than threads x files */
+	for (i = 0; i < 4 && i < n; i++)
+		procfs_task_init(&tasks[i], tids[i]);
+	for (round = 0; round < 3; round++) {
+		for (i = 0; i < 4 && i < n; i++) {
+			struct procfs_sched sc;
+			struct procfs_stat st;
+
+			all_read &= procfs_task_sched(&c, &tasks[i], &sc) == 0;
+			all_read &= procfs_task_stat(&c, &tasks[i], &st) == 0 && st.state != 0;
+			all_read &= c.open <= 2;
+		}
+	}
+	check(all_read, "every read of 4 threads x 2 files works with 2 files open at most");
+	check(c.evictions > 0 && c.opens > 2, "files were closed to open others (%llu opens, %llu closed)",
+	      (unsigned long long)c.opens, (unsigned long long)c.evictions);
+	for (i = 0; i < 4 && i < n; i++)
+		procfs_task_close(&c, &tasks[i]);
+	check(c.open == 0, "closing the tasks closes every file (%zu open)", c.open);
+	{
+		struct procfs_task gone;
+		struct procfs_sched sc;
+
+		procfs_task_init(&gone, 0x7ffffff0);
+		check(procfs_task_sched(&c, &gone, &sc) == -ESRCH, "a thread that does not exist: -ESRCH");
+	}
+	stop_helpers = 1;
+	for (i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	free(tids);
+}
+
+/* ---- the tracer on a child ---------------------------------------------- */
+
+struct trace_ctx {
+	pid_t child;
+	pid_t spin_tid;
+	int stops;
+	bool found_all, bogus_null, stopped_in_spin;
+	int wait_events;
+};
+
+static bool trace_on_stop(struct tracer *t, struct tracer_thread *th, bool group, void *arg)
+{
+	struct trace_ctx *x = arg;
+
+	(void)t;
+	(void)group;
+	x->stops++;
+	if (th->tid == x->spin_tid)
+		x->stopped_in_spin = in_fn(th->regs.rip, (const void *)spin_inner) ||
+				     th->regs.rip == (uintptr_t)spin_inner;
+	return false;
+}
+
+static const struct tracer_ops trace_ops = { .on_stop = trace_on_stop };
+
+static int trace_fn(struct tracer *t, void *arg)
+{
+	struct trace_ctx *x = arg;
+	struct tracer_thread *th;
+	pid_t *tids;
+	size_t n, i;
+
+	x->found_all = procfs_list_tasks(x->child, &tids, &n) == 0 && n == 4 &&
+		       tracer_thread_count(t) == 4;
+	for (i = 0; x->found_all && i < n; i++) {
+		th = tracer_find_thread(t, tids[i]);
+		x->found_all &= th && th->tid == tids[i];
+	}
+	if (x->found_all)
+		free(tids);
+	x->bogus_null = !tracer_find_thread(t, 0x7ffffff0) && !tracer_find_thread(NULL, x->child);
+	th = tracer_find_thread(t, x->spin_tid);
+	if (th && tracer_interrupt(t, th) == 0)
+		x->wait_events = tracer_wait_stops(t, 2000000000ull);
+	return 42;
+}
+
+/* The child's thread that used the most CPU: the spinner. */
+static pid_t busiest_thread(pid_t pid)
+{
+	pid_t *tids, best = 0;
+	uint64_t most = 0;
+	size_t n, i;
+
+	if (procfs_list_tasks(pid, &tids, &n) < 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		struct procfs_sched sc;
+		int fd = procfs_open_task(pid, tids[i], "schedstat");
+
+		if (fd >= 0 && procfs_read_sched(fd, &sc) == 0 && sc.run_ns >= most) {
+			most = sc.run_ns;
+			best = tids[i];
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	free(tids);
+	return best;
+}
+
+static void test_tracer(void)
+{
+	struct trace_ctx x;
+	struct tracer_stats st;
+	bool attached = false;
+	long tracer_pid = -1;
+	pid_t child = fork_child();
+	int ret;
+
+	if (child < 0) {
+		check(false, "fork a child with threads");
+		return;
+	}
+	memset(&x, 0, sizeof(x));
+	x.child = child;
+	x.spin_tid = busiest_thread(child);
+	ret = tracer_run(child, &trace_ops, &x, trace_fn, &st, &attached);
+	if (ret == -EPERM) {
+		skip("tracer_run on a child", "ptrace is not permitted here");
+		end_child(child);
+		return;
+	}
+	check(ret == 42 && attached, "tracer_run returns fn's result after attaching (%d)", ret);
+	check(x.found_all, "tracer_find_thread finds each of the child's 4 threads");
+	check(x.bogus_null, "tracer_find_thread: NULL for an unknown tid and for no tracer");
+	check(x.stops == 1 && x.stopped_in_spin,
+	      "an interrupt of the spinner stops it in spin_inner (%d stops)", x.stops);
+	check(x.wait_events >= 0 && !(x.wait_events & TRACER_EV_GONE),
+	      "tracer_wait_stops returns once the stop is served (%d)", x.wait_events);
+	check(st.stops == 1 && st.threads_seen == 4 && st.stop_ns_total > 0,
+	      "final statistics: 1 stop, 4 threads (%llu, %llu)", (unsigned long long)st.stops,
+	      (unsigned long long)st.threads_seen);
+	ret = procfs_status_field(child, "TracerPid", &tracer_pid);
+	check(ret == 0 && tracer_pid == 0, "after tracer_run the child is traced by nobody (TracerPid %ld)",
+	      tracer_pid);
+	check(kill(child, 0) == 0, "the child lives on");
+
+	ret = tracer_run(0x7ffffff0, &trace_ops, &x, trace_fn, &st, &attached);
+	check(ret == -ESRCH && !attached, "tracer_run on no process: -ESRCH, not attached (%d)", ret);
+	end_child(child);
+}
+
+/* ---- the remote unwinder on this process's own stack ------------------ */
+
+static struct snap own;
+static int own_ret = -1;
+
+/* A snapshot as the tracer would take it: the registers getcontext saves
+ * (those a call preserves, SP and PC) and a copy of the stack from SP. */
+NOINLINE static void take_snapshot(void)
+{
+	ucontext_t uc;
+	const struct proc_map *m;
+	struct proc_maps maps = { 0 };
+	size_t len;
+
+	if (getcontext(&uc) < 0 || proc_maps_read(getpid(), &maps) < 0)
+		return;
+	memset(&own.regs, 0, sizeof(own.regs));
+	own.regs.rip = (uint64_t)uc.uc_mcontext.gregs[REG_RIP];
+	own.regs.rsp = (uint64_t)uc.uc_mcontext.gregs[REG_RSP];
+	own.regs.rbp = (uint64_t)uc.uc_mcontext.gregs[REG_RBP];
+	own.regs.rbx = (uint64_t)uc.uc_mcontext.gregs[REG_RBX];
+	own.regs.r12 = (uint64_t)uc.uc_mcontext.gregs[REG_R12];
+	own.regs.r13 = (uint64_t)uc.uc_mcontext.gregs[REG_R13];
+	own.regs.r14 = (uint64_t)uc.uc_mcontext.gregs[REG_R14];
+	own.regs.r15 = (uint64_t)uc.uc_mcontext.gregs[REG_R15];
+	m = proc_maps_find(&maps, own.regs.rsp);
+	if (m) {
+		len = (size_t)(m->end - own.regs.rsp);
+		if (len > own.stack_cap)
+			len = own.stack_cap;
+		/* Copied here, in the frame being described: what lies below
+		 * SP (this function's locals) is not part of the copy. */
+		memcpy(own.stack, (const void *)(uintptr_t)own.regs.rsp, len);
+		own.stack_start = own.regs.rsp;
+		own.stack_len = len;
+		own.tid = gettid();
+		own_ret = 0;
+	}
+	proc_maps_free(&maps);
+	KEEP_FRAME();
+}
+
+NOINLINE static void chain3(void)
+{
+	take_snapshot();
+	KEEP_FRAME();
+}
+
+NOINLINE static void chain2(void)
+{
+	chain3();
+	KEEP_FRAME();
+}
+
+NOINLINE static void chain1(void)
+{
+	chain2();
+	KEEP_FRAME();
+}
+
+static void test_remote(void)
+{
+	struct proc_maps maps = { 0 };
+	struct proc_modules *mods = NULL;
+	struct remote_unwinder *u = NULL;
+	struct prof_frame frames[64];
+	enum remote_end end;
+	size_t n, i, at = 0;
+	uint64_t w;
+
+	if (snap_init(&own, 256 << 10) < 0) {
+		check(false, "snap_init");
+		return;
+	}
+	chain1();
+	check(own_ret == 0 && own.stack_len > 64, "a snapshot of this thread's stack (%zu bytes)",
+	      own.stack_len);
+	check(snap_word(&own, own.stack_start, &w) && !snap_word(&own, own.stack_start - 8, &w) &&
+	      !snap_word(&own, own.stack_start + own.stack_len - 4, &w),
+	      "snap_word reads inside the copy only");
+	if (own_ret < 0 || proc_maps_read(getpid(), &maps) < 0 ||
+	    proc_modules_create(&mods, getpid()) < 0 || proc_modules_update(mods, &maps) < 0 ||
+	    remote_create(&u, getpid(), mods, &maps) < 0) {
+		check(false, "set up maps, modules and an unwinder for this process");
+		goto out;
+	}
+	n = remote_unwind(u, &own, frames, 64, &end);
+	check(n >= 5, "the walk finds at least 5 frames (%zu, %s)", n, remote_end_str(end));
+	/* getcontext's return address is in take_snapshot; then its callers. */
+	check(n >= 4 && in_fn(frames[0].addr, (const void *)take_snapshot) &&
+	      in_fn(frames[1].addr, (const void *)chain3) && in_fn(frames[2].addr, (const void *)chain2) &&
+	      in_fn(frames[3].addr, (const void *)chain1),
+	      "frames 0-3: take_snapshot <- chain3 <- chain2 <- chain1");
+	for (i = 0; i < n; i++)
+		at += in_fn(frames[i].addr, (const void *)test_remote);
+	check(at == 1, "test_remote is on the stack once (%zu)", at);
+	check(remote_end_is_root(end), "the walk reaches the thread's root (%s)", remote_end_str(end));
+	check(frames[0].module && proc_modules_get(mods, frames[0].module) &&
+	      proc_modules_get(mods, frames[0].module)->is_main,
+	      "the leaf is tagged with the main executable's module");
+
+	/* The same copy cut short: the walk must say so, not invent frames. */
+	own.stack_len = 32;
+	n = remote_unwind(u, &own, frames, 64, &end);
+	check(n >= 1 && !remote_end_is_root(end) && (frames[n - 1].flags & PROF_FRAME_TRUNCATED),
+	      "a copy too short to unwind ends truncated (%zu frames, %s)", n, remote_end_str(end));
+out:
+	remote_destroy(u);
+	if (mods)
+		proc_modules_destroy(mods);
+	proc_maps_free(&maps);
+	snap_fini(&own);
+}
+
+/* ---- capture of a child ------------------------------------------------- */
+
+static void test_capture(void)
+{
+	struct capture_opts o = { .stack_size = 64 << 10, .max_frames = 64 };
+	struct capture c;
+	pid_t child = fork_child(), spin_tid;
+	size_t i, blocked = 0, stopped = 0, sleepers = 0;
+	bool spin_ok = false;
+	int ret;
+
+	if (child < 0) {
+		check(false, "fork a child with threads");
+		return;
+	}
+	spin_tid = busiest_thread(child);
+	ret = capture_process(child, &o, &c);
+	if (ret == -EPERM) {
+		skip("capture_process on a child", "ptrace is not permitted here");
+		end_child(child);
+		return;
+	}
+	check(ret == 0 && c.attached && c.n == 4, "capture_process captures the child's 4 threads (%d, %zu)",
+	      ret, c.n);
+	check(c.n > 0 && c.threads[0].tid == child, "the main thread first");
+	for (i = 0; i < c.n; i++) {
+		const struct capture_thread *ct = &c.threads[i];
+		size_t k;
+
+		blocked += ct->how == CAPTURE_BLOCKED;
+		stopped += ct->how == CAPTURE_STOPPED;
+		for (k = 0; k < ct->n_frames; k++) {
+			if (in_fn(ct->frames[k].addr, (const void *)sleep_inner) &&
+			    k + 1 < ct->n_frames && in_fn(ct->frames[k + 1].addr, (const void *)sleeper)) {
+				sleepers++;
+				break;
+			}
+		}
+		if (ct->tid == spin_tid)
+			spin_ok = ct->how == CAPTURE_STOPPED && ct->n_frames >= 2 &&
+				  (in_fn(ct->frames[0].addr, (const void *)spin_inner) ||
+				   ct->frames[0].addr == (uintptr_t)spin_inner);
+	}
+	check(sleepers == 2, "both sleepers unwound through sleep_inner <- sleeper (%zu)", sleepers);
+	check(spin_ok, "the spinner was stopped and is in spin_inner");
+	check(blocked >= 2 && blocked == c.n_blocked && c.n_stopped >= 1 && stopped >= 1,
+	      "blocked threads read in place (%zu), the running one stopped (%zu)", blocked, stopped);
+	check(kill(child, 0) == 0, "the child lives on");
+	capture_free(&c);
+	end_child(child);
+}
+
+int main(void)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	test_percentiles();
+	test_fdcache();
+	test_tracer();
+	test_remote();
+	test_capture();
+	return tap_done();
+}
