@@ -83,10 +83,13 @@ static void test_percentiles(void)
 
 static volatile int stop_helpers;
 static volatile unsigned long spin_sink;
+/* The sleepers' nap: short in this process (they are joined), long in the
+ * forked child, whose sleepers must not run while it is captured. */
+static long nap_ns = 20000000L;
 
 NOINLINE static void sleep_inner(void)
 {
-	struct timespec ts = { 0, 20000000L };
+	struct timespec ts = { nap_ns / 1000000000L, nap_ns % 1000000000L };
 
 	while (!stop_helpers)
 		nanosleep(&ts, NULL);
@@ -132,9 +135,11 @@ static pid_t fork_child(void)
 
 		close(fds[0]);
 		stop_helpers = 0;
+		nap_ns = 1000 * 1000000000L;
 		pthread_create(&t, NULL, sleeper, NULL);
 		pthread_create(&t, NULL, sleeper, NULL);
 		pthread_create(&t, NULL, spinner, NULL);
+		pthread_setname_np(t, "spinner");
 		if (write(fds[1], "r", 1) != 1)
 			_exit(1);
 		for (;;)
@@ -258,28 +263,25 @@ static int trace_fn(struct tracer *t, void *arg)
 	return 42;
 }
 
-/* The child's thread that used the most CPU: the spinner. */
-static pid_t busiest_thread(pid_t pid)
+/* The child's thread named "spinner". */
+static pid_t spinner_tid(pid_t pid)
 {
-	pid_t *tids, best = 0;
-	uint64_t most = 0;
+	pid_t *tids, found = 0;
 	size_t n, i;
 
 	if (procfs_list_tasks(pid, &tids, &n) < 0)
 		return 0;
-	for (i = 0; i < n; i++) {
-		struct procfs_sched sc;
-		int fd = procfs_open_task(pid, tids[i], "schedstat");
+	for (i = 0; i < n && !found; i++) {
+		struct procfs_stat st;
+		int fd = procfs_open_task(pid, tids[i], "stat");
 
-		if (fd >= 0 && procfs_read_sched(fd, &sc) == 0 && sc.run_ns >= most) {
-			most = sc.run_ns;
-			best = tids[i];
-		}
+		if (fd >= 0 && procfs_read_stat(fd, &st) == 0 && strcmp(st.comm, "spinner") == 0)
+			found = tids[i];
 		if (fd >= 0)
 			close(fd);
 	}
 	free(tids);
-	return best;
+	return found;
 }
 
 static void test_tracer(void)
@@ -297,7 +299,7 @@ static void test_tracer(void)
 	}
 	memset(&x, 0, sizeof(x));
 	x.child = child;
-	x.spin_tid = busiest_thread(child);
+	x.spin_tid = spinner_tid(child);
 	ret = tracer_run(child, &trace_ops, &x, trace_fn, &st, &attached);
 	if (ret == -EPERM) {
 		skip("tracer_run on a child", "ptrace is not permitted here");
@@ -453,7 +455,7 @@ static void test_capture(void)
 		check(false, "fork a child with threads");
 		return;
 	}
-	spin_tid = busiest_thread(child);
+	spin_tid = spinner_tid(child);
 	ret = capture_process(child, &o, &c);
 	if (ret == -EPERM) {
 		skip("capture_process on a child", "ptrace is not permitted here");
