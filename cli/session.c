@@ -345,12 +345,19 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 {
 	const struct tracer_stats *t = &st->tracer;
 	char incomplete[200];
+	char rotated[96] = "";
+
+	/* Wall mode with more threads than a tick can read: say at what rate
+	 * each was really sampled (the values stay unbiased). */
+	if (st->ticks_rotated)
+		snprintf(rotated, sizeof(rotated), "; each thread sampled at %.1f Hz of %u",
+			 st->effective_hz, a->hz);
 
 	format_incomplete(incomplete, sizeof(incomplete), st);
 	fprintf(stderr,
 		"cprof: wrote %s: %llu samples (%s) from %llu threads in %.2f s%s; "
 		"stops p50 %.1f us, p99 %.1f us, max %.1f us; a thread spent at most %.3f%% of "
-		"its time stopped (mean %.3f%%); cprof used %.1f%% of a CPU\n",
+		"its time stopped (mean %.3f%%); cprof used %.1f%% of a CPU%s\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
 		(unsigned long long)st->samples, incomplete,
 		(unsigned long long)t->threads_seen, (double)st->elapsed_ns / 1e9,
@@ -358,7 +365,8 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		(double)tracer_stop_percentile(t, 50) / 1e3,
 		(double)tracer_stop_percentile(t, 99) / 1e3, (double)t->stop_ns_max / 1e3,
 		100 * t->stopped_fraction_max, 100 * mean_fraction(t),
-		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0);
+		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
+		rotated);
 }
 
 /* The modules left without debuginfo, as a JSON array of objects. */
@@ -412,7 +420,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	printf(", \"elapsed_ns\": %llu, \"samples\": %llu, \"samples_stopped\": %llu, "
 	       "\"samples_unstopped\": %llu, \"samples_reused\": %llu, \"value_ns\": %llu, "
 	       "\"ticks\": %llu, \"ticks_missed\": %llu, \"threads_seen\": %llu, "
-	       "\"sched_reads\": %llu, \"full_reads\": %llu, "
+	       "\"sched_reads\": %llu, \"full_reads\": %llu, \"ticks_rotated\": %llu, "
+	       "\"effective_hz\": %.2f, "
 	       "\"stops\": %llu, \"stop_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, "
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
 	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"signals_reinjected\": %llu, "
@@ -423,6 +432,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)st->value_ns, (unsigned long long)st->ticks,
 	       (unsigned long long)st->ticks_missed, (unsigned long long)t->threads_seen,
 	       (unsigned long long)st->sched_reads, (unsigned long long)st->full_reads,
+	       (unsigned long long)st->ticks_rotated,
+	       a->mode == SAMPLER_WALL ? st->effective_hz : (double)a->hz,
 	       (unsigned long long)t->stops, (unsigned long long)tracer_stop_percentile(t, 50),
 	       (unsigned long long)tracer_stop_percentile(t, 99),
 	       (unsigned long long)t->stop_ns_max, (unsigned long long)t->stop_ns_total,

@@ -35,6 +35,8 @@
 #define COLD_SLACK_NS 1000000ull
 /* cpu mode: the others are read at least this often anyway. */
 #define COLD_MAX_NS 1000000000ull
+/* wall mode: at least this many threads a tick, however slow each is. */
+#define WALL_MIN_THREADS 16
 
 struct label {
 	pid_t tid;
@@ -50,6 +52,7 @@ struct samp_thread {
 	struct procfs_sched captured;	/* wall: schedstat when last captured */
 	uint64_t read_run_ns;		/* cpu: schedstat run time when last read */
 	uint64_t hot_tick;		/* cpu: in the hot tier until this tick */
+	uint64_t wall_ns;		/* wall: where the time its next sample stands for starts */
 	uint32_t label;
 	struct samp_proc *proc;
 	bool primed;
@@ -85,6 +88,11 @@ struct sampler {
 	int64_t unexplained_ns;	/* its growth the hot tier did not account for */
 	uint64_t hot_run_ns;	/* this tick: CPU the threads read used since last read */
 	uint64_t cold_read_ns;	/* when every thread was last read */
+	uint64_t tick_ns;	/* when this tick started: wall samples end there */
+	size_t wall_cap;	/* wall: threads a tick can read (see choose_wall) */
+	size_t wall_cursor;	/* wall: where the next tick's threads start */
+	size_t wall_visited;	/* wall: threads this tick read */
+	bool read_all;		/* the next tick reads every thread (the last one) */
 	struct sampler_stats stats;
 };
 
@@ -194,6 +202,7 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 		st->primed = true;
 	}
 	st->hot_tick = s->stats.ticks + HOT_TICKS;
+	st->wall_ns = cprof_now_ns();
 	if (procfs_task_stat(tracer_fds(t), &th->task, &ps) == 0)
 		st->label = add_label(s, th->tid, ps.comm, st->proc);
 	else
@@ -218,6 +227,18 @@ static struct snap *next_snap(struct sampler *s)
 			return NULL;
 	}
 	return &s->snaps[s->n_snaps];
+}
+
+/* wall mode: the time a sample of st taken at this tick stands for, since
+ * its previous sample (or since it was seized): missed ticks and threads
+ * skipped by the rotation are not lost but carried by the next sample, so
+ * a thread's samples add up to the time it was traced. */
+static uint64_t wall_value(struct sampler *s, struct samp_thread *st)
+{
+	uint64_t v = s->tick_ns > st->wall_ns ? s->tick_ns - st->wall_ns : 0;
+
+	st->wall_ns = s->tick_ns;
+	return v;
 }
 
 static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
@@ -251,7 +272,7 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 		p->stop_maps_valid = true;
 		p->maps_read_ns = cprof_now_ns();
 	}
-	sn->cpu_ns = st->seen_run_ns - st->sampled_run_ns;
+	sn->cpu_ns = s->o.mode == SAMPLER_WALL ? wall_value(s, st) : st->seen_run_ns - st->sampled_run_ns;
 	sn->key = st->label;
 	st->sampled_run_ns = st->seen_run_ns;
 	s->n_snaps++;
@@ -418,7 +439,7 @@ static int process_snaps(struct sampler *s)
 		s->stats.ends[end]++;
 		remember(s, tracer_find_thread(s->tracer, sn->tid), s->frames, n);
 		ret = add_sample(s, sn->key, s->frames, n,
-				 s->o.mode == SAMPLER_WALL ? s->period_ns : sn->cpu_ns);
+				 sn->cpu_ns);
 		if (ret < 0)
 			return ret;
 	}
@@ -452,7 +473,7 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 
 	if (st->have_last && procfs_sched_same(&st->captured, now)) {
 		s->stats.samples_reused++;
-		return add_sample(s, st->label, st->last_frames, st->n_last, s->period_ns) == 0;
+		return add_sample(s, st->label, st->last_frames, st->n_last, wall_value(s, st)) == 0;
 	}
 	if (state == 'R' || state == 'T' || state == 't')
 		return false;
@@ -471,7 +492,7 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 	s->stats.samples_unstopped++;
 	s->stats.ends[end]++;
 	remember(s, th, s->frames, n);
-	return add_sample(s, st->label, s->frames, n, s->period_ns) == 0;
+	return add_sample(s, st->label, s->frames, n, wall_value(s, st)) == 0;
 }
 
 /* Decides whether th must be interrupted this tick (and samples it in
@@ -585,11 +606,64 @@ static bool read_proc_clock(struct sampler *s, uint64_t *ns, size_t *procs)
  * read, every thread is read.  Nothing is lost: a thread's value is its
  * CPU time since its previous sample, whenever that sample comes.
  */
+/*
+ * wall mode: every thread is sampled at every tick while a tick can read
+ * them all within half a period; beyond that (thousands of threads, or a
+ * high rate) a rotating subset of wall_cap threads, adjusted from the
+ * measured cost of a thread, so the ticks keep their rate.  Each sample
+ * then stands for the time since its thread's previous one (wall_value):
+ * shares and totals stay unbiased, and the rate each thread is sampled at
+ * is reported (sampler_stats.effective_hz).
+ */
+static size_t choose_wall(struct sampler *s, size_t n)
+{
+	size_t i, k, chosen = 0, cap = s->wall_cap && !s->read_all ? s->wall_cap : n;
+
+	if (cap >= n) {
+		cap = n;
+		s->wall_cursor = 0;
+	} else {
+		s->stats.ticks_rotated++;
+	}
+	for (k = 0; k < cap; k++) {
+		struct tracer_thread *th;
+
+		i = (s->wall_cursor + k) % n;
+		th = tracer_thread_at(s->tracer, i);
+		if (wants_stop(s, th))
+			s->pick[chosen++] = th->tid;
+	}
+	if (cap < n)
+		s->wall_cursor = (s->wall_cursor + cap) % n;
+	s->wall_visited = cap;
+	return chosen;
+}
+
+/* wall mode, after a tick that read `visited` threads in tick_ns: the
+ * number of threads the next ones can read in half a period. */
+static void adapt_wall_cap(struct sampler *s, size_t n, uint64_t tick_ns)
+{
+	uint64_t per = s->wall_visited ? tick_ns / s->wall_visited : 0, want;
+
+	if (!per)
+		return;
+	want = s->period_ns / 2 / per;
+	/* smoothed: one slow tick (a page fault, a preemption) must not halve it */
+	want = s->wall_cap ? (3 * (uint64_t)s->wall_cap + want) / 4 : want;
+	if (want < WALL_MIN_THREADS)
+		want = WALL_MIN_THREADS;
+	s->wall_cap = want >= n ? 0 : (size_t)want;
+}
+
 static size_t choose(struct sampler *s, size_t n)
 {
 	uint64_t now = cprof_now_ns(), clock = 0;
 	size_t i, chosen = 0, procs = 0;
-	bool all = s->o.mode == SAMPLER_WALL, have_clock;
+	bool all = s->read_all, have_clock;
+
+	s->tick_ns = now;
+	if (s->o.mode == SAMPLER_WALL)
+		return choose_wall(s, n);
 
 	have_clock = !all && read_proc_clock(s, &clock, &procs);
 	/* A process that came or went changes what the clock sums. */
@@ -676,6 +750,8 @@ static int tick(struct sampler *s)
 	if (r < 0)
 		return r;
 	r = process_snaps(s);
+	if (s->o.mode == SAMPLER_WALL && !s->read_all)
+		adapt_wall_cap(s, n, cprof_now_ns() - s->tick_ns);
 	return r < 0 ? r : s->error;
 }
 
@@ -788,7 +864,16 @@ static int session_loop(struct sampler *s)
 	 * and the CPU share of a few microseconds is noise */
 	uint64_t cpu0 = thread_cpu_ns();
 	uint64_t next_progress = s->o.progress ? start + PROGRESS_NS : UINT64_MAX;
+	size_t i;
 	int r = 0;
+
+	/* wall time is counted from here for the threads seized at attach */
+	for (i = 0; i < tracer_thread_count(s->tracer); i++) {
+		struct samp_thread *st = tracer_thread_at(s->tracer, i)->user;
+
+		if (st)
+			st->wall_ns = start;
+	}
 
 	for (;;) {
 		now = cprof_now_ns();
@@ -835,7 +920,17 @@ static int session_loop(struct sampler *s)
 			break;
 		}
 	}
+	if (r >= 0 && s->stats.ticks_rotated && !(s->pending_events & TRACER_EV_GONE)) {
+		/* The rotation left most threads' last stretch unsampled: one
+		 * last tick over all of them, so each thread's samples add up
+		 * to the whole session. */
+		s->read_all = true;
+		r = tick(s);
+		s->read_all = false;
+	}
 	s->stats.elapsed_ns = cprof_now_ns() - start;
+	if (s->o.mode == SAMPLER_WALL && s->stats.value_ns)
+		s->stats.effective_hz = (double)s->stats.samples * 1e9 / (double)s->stats.value_ns;
 	return r < 0 ? r : 0;
 }
 

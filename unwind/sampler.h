@@ -79,6 +79,8 @@ struct sampler_stats {
 	uint64_t samples_unstopped; /* wall mode: read while blocked, no stop */
 	uint64_t sched_reads;	/* threads' schedstat read */
 	uint64_t full_reads;	/* ticks that read every thread (cpu: not only the hot tier) */
+	uint64_t ticks_rotated;	/* wall: ticks that read only a rotating subset */
+	double effective_hz;	/* wall: the rate each thread was sampled at */
 	uint64_t ends[REMOTE_END_ERROR + 1]; /* fresh samples by how their unwind ended */
 	uint64_t value_ns;	/* sum of the samples' cpu or wall time */
 	uint64_t start_realtime_ns;
