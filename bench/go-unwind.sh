@@ -5,12 +5,12 @@
 #
 #   bench/go-unwind.sh [BUILDDIR]
 #
-# BUILDDIR (default ./build) holds a built cprof.  Targets, each with two
-# spinning threads:
-#   c         bench/stall-target.c -t 2 -s 2 (gcc -O2 -g -pthread): C code
-#             unwound through .eh_frame
-#   go        tests/targets/go/hashsort built with go build: crypto/sha256
-#             and sort goroutines, unwound through .debug_frame
+# BUILDDIR (default ./build) holds a built cprof.  Targets:
+#   c         bench/stall-target.c -t 2 -s 2 (gcc -O2 -g -pthread): two
+#             spinning C threads unwound through .eh_frame
+#   go        tests/targets/go/hashsort built with go build: three busy
+#             goroutines (crypto/sha256, sort, time.Now through the vdso),
+#             unwound through .debug_frame
 #   go -s -w  the same built with -ldflags='-s -w': CFI made from .gopclntab
 # GO_UNWIND_RUNS runs (default 5) per target, targets interleaved and their
 # order rotated from run to run, each cprof attach --json -d
