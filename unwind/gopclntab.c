@@ -70,7 +70,9 @@ static int read_section(int fd, uint8_t **buf, size_t *len, uint64_t *text_addr)
 			continue;
 		if (!strcmp(name, ".text"))
 			*text_addr = sh.sh_addr;
-		if (strcmp(name, ".gopclntab") || sh.sh_type != SHT_PROGBITS || ret == 0)
+		/* PIE builds put it in .data.rel.ro.gopclntab. */
+		if ((strcmp(name, ".gopclntab") && strcmp(name, ".data.rel.ro.gopclntab")) ||
+		    sh.sh_type != SHT_PROGBITS || ret == 0)
 			continue;
 		d = elf_getdata(scn, NULL);
 		if (!d || !d->d_buf || d->d_size < 8 + 8 * H_WORDS) {

@@ -7,8 +7,9 @@
  * module lacks the usual sources: unwind rules (translated once into
  * .debug_frame-style CFI, see dframe_load), function names and file:line,
  * and the goroutine/thread roots.  Go 1.18 and later (header magic
- * 0xfffffff0 and 0xfffffff1), x86-64; the section must be .gopclntab (the
- * default internal link; external links keep it there too).
+ * 0xfffffff0 and 0xfffffff1), x86-64; the section must be .gopclntab, or
+ * .data.rel.ro.gopclntab in a PIE.  In a PIE the header's text start is
+ * relocated at load time; the .text section's address stands for it.
  */
 #ifndef CPROF_UNWIND_GOPCLNTAB_H
 #define CPROF_UNWIND_GOPCLNTAB_H
