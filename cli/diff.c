@@ -25,8 +25,9 @@ static void diff_usage(FILE *f)
 		"share of its profile's total, cumulative and flat, in percentage points, so\n"
 		"that runs of different lengths compare.  Functions are matched by name and\n"
 		"file, never by address.  Each change is tested against sampling noise (a\n"
-		"two-proportion z-test over the profiles' numbers of samples): the margin\n"
-		"column is the change that noise alone stays under at the confidence.\n"
+		"two-sample z-test on the shares, their variances from the samples'\n"
+		"weights): the margin column is the change that noise alone stays under\n"
+		"at the confidence.\n"
 		"\n"
 		"      --threshold PCT    exit 3 when a share grew by more than PCT points\n"
 		"                         (default 5) and by more than its noise margin\n"
@@ -174,27 +175,69 @@ static int load_sides(const struct diff_args *da, struct diff_side *base,
 	return 0;
 }
 
-/*
- * How many samples p holds: the sum of its "samples" type (cprof's and Go's
- * CPU profiles have one), 0 when it has none.  The noise test takes each
- * sample as one trial.
- */
-static int64_t sample_count(const struct prof_rd_profile *p)
+/* The "samples" count of record i of p, 1 when p has no such type. */
+static int64_t record_count(const struct prof_rd_profile *p, int k, size_t i)
 {
-	int k = prof_rd_find_type(p, "samples");
-	uint64_t n = 0;
-	size_t i;
+	return k >= 0 && p->samples[i].values[k] > 0 ? p->samples[i].values[k] : 1;
+}
 
-	if (k < 0)
-		return 0;
-	/* unsigned: a hostile file's sums wrap instead of overflowing */
+/*
+ * The weights behind the variance of each share.  A share is a ratio of
+ * sums of sample weights (the compared type's values), and its variance
+ * from run to run is, by the delta method,
+ *	(A (1 - 2S) + S^2 W2) / W^2
+ * with S the share, W the sum of weights, W2 the sum of their squares and A
+ * that of the squares of the samples the function is on: S(1 - S)/n when
+ * all weights are equal, more when a few heavy samples carry the share.
+ * The squares per row come from a report of a copy of the profile whose
+ * values are the squares; a record merges `samples` samples of one stack,
+ * taken as equal weights (value^2 / count).  Weights are scaled so that the
+ * sums of squares fit.  Returns 0 or -ENOMEM.
+ */
+static int build_squares(const struct diff_args *da, struct diff_side *s, size_t type)
+{
+	const struct prof_rd_profile *p = s->p;
+	struct prof_rd_profile sq = *p;
+	struct prof_rd_sample *samples;
+	int64_t *values, n = 0;
+	int k = prof_rd_find_type(p, "samples");
+	double max = 0, scale, w;
+	size_t i, nt = p->n_sample_types;
+	int ret;
+
+	samples = calloc(p->n_samples ? p->n_samples : 1, sizeof(*samples));
+	values = calloc(p->n_samples ? p->n_samples * nt : 1, sizeof(*values));
+	if (!samples || !values) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (i = 0; i < p->n_samples; i++)
-		n += (uint64_t)p->samples[i].values[k];
-	return n <= INT64_MAX ? (int64_t)n : 0;
+		max = fmax(max, (double)p->samples[i].values[type]);
+	scale = max > (1 << 20) ? max / (1 << 20) : 1;
+	s->w_sum = 0;
+	for (i = 0; i < p->n_samples; i++) {
+		samples[i] = p->samples[i];
+		memcpy(values + i * nt, p->samples[i].values, nt * sizeof(*values));
+		w = fmax((double)p->samples[i].values[type], 0) / scale;
+		values[i * nt + type] = llround(w * w / (double)record_count(p, k, i));
+		samples[i].values = values + i * nt;
+		s->w_sum += w;
+		n += record_count(p, k, i);
+	}
+	sq.samples = samples;
+	ret = prof_rpt_build(&sq, type, (enum prof_rpt_by)da->by, &s->sq);
+	s->samples = n;
+	if (ret == 0)
+		s->n_eff = s->sq->total > 0 ? s->w_sum * s->w_sum / (double)s->sq->total : 0;
+out:
+	free(values);
+	free(samples);
+	return ret;
 }
 
 static void free_side(struct diff_side *s)
 {
+	prof_rpt_free(s->sq);
 	prof_rpt_free(s->r);
 	prof_rd_free(s->p);
 }
@@ -202,7 +245,7 @@ static void free_side(struct diff_side *s)
 /* Builds both reports and their difference.  Returns 0, or the exit code
  * once the error is reported. */
 static int compare(const struct diff_args *da, struct diff_side *base,
-		   struct diff_side *new_side, struct prof_diff **d)
+		   struct diff_side *new_side, struct prof_diff **d, struct prof_diff **sqd)
 {
 	size_t base_idx, new_idx;
 	const char *type;
@@ -225,8 +268,12 @@ static int compare(const struct diff_args *da, struct diff_side *base,
 	}
 	if (ret == 0)
 		ret = prof_diff_build(base->r, new_side->r, d);
-	base->samples = sample_count(base->p);
-	new_side->samples = sample_count(new_side->p);
+	if (ret == 0)
+		ret = build_squares(da, base, base_idx);
+	if (ret == 0)
+		ret = build_squares(da, new_side, new_idx);
+	if (ret == 0)
+		ret = prof_diff_build(base->sq, new_side->sq, sqd);
 	if (ret < 0) {
 		cli_error("cannot compare '%s' with '%s': %s", new_side->path, base->path,
 			  strerror(-ret));
@@ -249,19 +296,47 @@ static bool selected(const struct diff_args *da, const char *name)
 	return !(da->ignore && regexec(&da->ignore_re, name, 0, NULL, 0) == 0);
 }
 
-/*
- * Tests one entry against the noise: its shares (of the compared type) as
- * proportions of the profiles' sample counts, so that the margin shown is
- * the margin of the change shown.
- */
-static void test_entry(const struct diff_args *da, struct diff_entry *e, double n_base,
-		       double n_new)
+static int cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+/* Diff rows by name, file, line: to find a row's squared weights. */
+static int cmp_key(const void *a, const void *b)
+{
+	const struct prof_diff_row *x = *(const struct prof_diff_row *const *)a;
+	const struct prof_diff_row *y = *(const struct prof_diff_row *const *)b;
+	int c = cmp_str(x->name, y->name);
+
+	if (!c)
+		c = cmp_str(x->file, y->file);
+	return c ? c : (x->line > y->line) - (x->line < y->line);
+}
+
+/* The variance of share (a fraction) of side s, whose row holds the share
+ * sq_pct (percent) of the squared weights.  See build_squares. */
+static double share_variance(const struct diff_side *s, double share, double sq_pct)
+{
+	double w2 = (double)s->sq->total, a = sq_pct / 100 * w2;
+
+	if (s->w_sum <= 0)
+		return 0;
+	return fmax((a * (1 - 2 * share) + share * share * w2) / (s->w_sum * s->w_sum), 0);
+}
+
+/* Tests one entry against the noise, sq being its row of squared weights:
+ * the margin shown is that of the change shown. */
+static void test_entry(const struct diff_args *da, const struct diff_side *base,
+		       const struct diff_side *new_side, struct diff_entry *e,
+		       const struct prof_diff_row *sq)
 {
 	const struct prof_diff_row *r = e->row;
-	double b = da->flat ? r->base_flat : r->base_cum;
-	double a = da->flat ? r->new_flat : r->new_cum;
+	double b = (da->flat ? r->base_flat : r->base_cum) / 100;
+	double a = (da->flat ? r->new_flat : r->new_cum) / 100;
+	double vb = share_variance(base, b, da->flat ? sq->base_flat : sq->base_cum);
+	double va = share_variance(new_side, a, da->flat ? sq->new_flat : sq->new_cum);
 
-	prof_sig_compare(b / 100, n_base, a / 100, n_new, da->confidence, &e->sig);
+	prof_sig_compare_var(b, vb, a, va, da->confidence, &e->sig);
 	e->tested = true;
 }
 
@@ -284,21 +359,44 @@ static void check_power(const struct diff_args *da, const struct diff_side *base
 			res->needed_share = 100 * share;
 		}
 	}
-	res->underpowered = (double)base->samples < res->needed ||
-			    (double)new_side->samples < res->needed;
+	/* needed counts equal, independent samples; heavy samples make each
+	 * worth less (n_eff < samples), so more of them are needed */
+	res->underpowered = base->n_eff < res->needed || new_side->n_eff < res->needed;
+	if (base->n_eff > 0 && new_side->n_eff > 0)
+		res->needed *= fmax(fmax((double)base->samples / base->n_eff,
+					 (double)new_side->samples / new_side->n_eff), 1);
+	res->needed = ceil(res->needed);
 }
 
-/* Selects, tests and sorts the rows of d.  Returns 0 or -ENOMEM. */
+/* The rows of sqd sorted by key, for bsearch with cmp_key; NULL on ENOMEM. */
+static const struct prof_diff_row **sorted_keys(const struct prof_diff *sqd)
+{
+	const struct prof_diff_row **keys = calloc(sqd->n_rows ? sqd->n_rows : 1, sizeof(*keys));
+	size_t i;
+
+	if (!keys)
+		return NULL;
+	for (i = 0; i < sqd->n_rows; i++)
+		keys[i] = &sqd->rows[i];
+	qsort(keys, sqd->n_rows, sizeof(*keys), cmp_key);
+	return keys;
+}
+
+/* Selects, tests and sorts the rows of d; sqd holds the same rows' squared
+ * weights.  Returns 0 or -ENOMEM. */
 static int evaluate(const struct diff_args *da, const struct diff_side *base,
 		    const struct diff_side *new_side, const struct prof_diff *d,
-		    struct diff_result *res)
+		    const struct prof_diff *sqd, struct diff_result *res)
 {
+	const struct prof_diff_row **keys = sorted_keys(sqd), *const *k;
 	size_t i;
 
 	res->entries = calloc(d->n_rows ? d->n_rows : 1, sizeof(*res->entries));
-	if (!res->entries)
+	if (!keys || !res->entries) {
+		free(keys);
 		return -ENOMEM;
-	res->tested = base->samples > 0 && new_side->samples > 0;
+	}
+	res->tested = true;
 	for (i = 0; i < d->n_rows; i++) {
 		const struct prof_diff_row *r = &d->rows[i];
 		struct diff_entry *e = &res->entries[res->n];
@@ -308,15 +406,18 @@ static int evaluate(const struct diff_args *da, const struct diff_side *base,
 		res->n++;
 		e->row = r;
 		e->change = da->flat ? r->d_flat : r->d_cum;
-		if (res->tested)
-			test_entry(da, e, (double)base->samples, (double)new_side->samples);
-		/* Without sample counts the threshold alone decides, as before. */
-		e->significant = fabs(e->change) > da->threshold &&
-				 (!res->tested || e->sig.significant);
+		k = bsearch(&r, keys, sqd->n_rows, sizeof(*keys), cmp_key);
+		if (k)
+			test_entry(da, base, new_side, e, *k);
+		res->tested &= e->tested;
+		/* Untested (it cannot happen: both reports have the same rows),
+		 * the threshold alone decides. */
+		e->significant = fabs(e->change) > da->threshold && (!e->tested || e->sig.significant);
 		e->regression = e->significant && e->change > 0;
 		res->n_significant += e->significant;
 		res->n_regressions += e->regression;
 	}
+	free(keys);
 	qsort(res->entries, res->n, sizeof(*res->entries), cmp_entry);
 	check_power(da, base, new_side, res);
 	return 0;
@@ -400,7 +501,7 @@ int cmd_diff(int argc, char **argv)
 		CLI_OPTION_END,
 	};
 	struct diff_side base = { 0 }, new_side = { 0 };
-	struct prof_diff *d = NULL;
+	struct prof_diff *d = NULL, *sqd = NULL;
 	struct diff_result res = { 0 };
 	enum cli_parse_result pr;
 	int code, first;
@@ -413,10 +514,10 @@ int cmd_diff(int argc, char **argv)
 		return code;
 	base.path = argv[first];
 	new_side.path = argv[first + 1];
-	code = compare(&da, &base, &new_side, &d);
+	code = compare(&da, &base, &new_side, &d, &sqd);
 	if (code)
 		goto out;
-	if (evaluate(&da, &base, &new_side, d, &res) < 0) {
+	if (evaluate(&da, &base, &new_side, d, sqd, &res) < 0) {
 		cli_error("cannot compare '%s' with '%s': %s", new_side.path, base.path,
 			  strerror(ENOMEM));
 		code = CPROF_EXIT_FATAL;
@@ -427,6 +528,7 @@ int cmd_diff(int argc, char **argv)
 		code = res.n_regressions ? DIFF_EXIT_GREW : CPROF_EXIT_OK;
 out:
 	free(res.entries);
+	prof_diff_free(sqd);
 	prof_diff_free(d);
 	free_side(&new_side);
 	free_side(&base);

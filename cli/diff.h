@@ -38,7 +38,12 @@ struct diff_side {
 	const char *path;
 	struct prof_rd_profile *p;
 	struct prof_rpt *r;	/* the compared type */
-	int64_t samples;	/* samples in the profile (its samples type), 0: unknown */
+	/* The squared sample weights (the compared type's values, scaled) per
+	 * row, and the sum of the scaled weights: the variance of each share. */
+	struct prof_rpt *sq;
+	double w_sum;
+	int64_t samples;	/* samples in the profile (its samples type), else records */
+	double n_eff;		/* the samples' worth of independent equal trials */
 };
 
 /* One compared function (or line), after --focus / --ignore. */
@@ -46,7 +51,7 @@ struct diff_entry {
 	const struct prof_diff_row *row;
 	double change;		/* the gated change: d_cum, or d_flat with --flat */
 	struct prof_sig sig;	/* the noise test of change; valid when tested */
-	bool tested;		/* both profiles count their samples */
+	bool tested;		/* the variances of both shares are known */
 	bool significant;	/* |change| > threshold, beyond the noise */
 	bool regression;	/* significant, and a growth */
 };
@@ -55,7 +60,7 @@ struct diff_result {
 	struct diff_entry *entries;	/* |change| descending */
 	size_t n;
 	size_t n_significant, n_regressions;
-	bool tested;		/* both profiles have sample counts */
+	bool tested;		/* every entry could be tested */
 	double needed;		/* samples each profile needs to detect a threshold-sized growth */
 	double needed_share;	/* ... of a function near this share (percent) */
 	bool underpowered;	/* some profile has fewer than needed */

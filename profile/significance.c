@@ -49,6 +49,25 @@ void prof_sig_compare(double base, double n_base, double new_share, double n_new
 	out->significant = fabs(d) > z * se;
 }
 
+void prof_sig_compare_var(double base, double var_base, double new_share, double var_new,
+			  double confidence, struct prof_sig *out)
+{
+	double se = sqrt(fmax(var_base, 0) + fmax(var_new, 0));
+	double z = prof_sig_normal_quantile(confidence);
+	double d = new_share - base;
+
+	out->change = 100 * d;
+	out->margin = 100 * z * se;
+	if (se <= 0) {
+		/* No variance: every sample agrees, in both profiles. */
+		out->p_value = d == 0 ? 1 : 0;
+		out->significant = d != 0;
+		return;
+	}
+	out->p_value = normal_upper_tail(fabs(d) / se);
+	out->significant = fabs(d) > z * se;
+}
+
 double prof_sig_samples_needed(double share, double delta, double confidence, double power)
 {
 	double p = share + delta / 2, z;

@@ -27,6 +27,14 @@ struct prof_sig {
 void prof_sig_compare(double base, double n_base, double new_share, double n_new,
 		      double confidence, struct prof_sig *out);
 
+/*
+ * The same for shares estimated with variances var_base and var_new (in
+ * squared fractions; see the weighted-share variance in cli/diff.c), with
+ * the unpooled standard error sqrt(var_base + var_new).
+ */
+void prof_sig_compare_var(double base, double var_base, double new_share, double var_new,
+			  double confidence, struct prof_sig *out);
+
 /* The standard normal quantile: x with P(Z <= x) = p, for 0 < p < 1. */
 double prof_sig_normal_quantile(double p);
 

@@ -50,6 +50,23 @@ static void test_compare(void)
 	check(s.significant && s.change > s.margin, "a new function at 10%% of 100 samples stands out");
 }
 
+static void test_compare_var(void)
+{
+	struct prof_sig s;
+
+	/* The binomial variances of 30% and 40% of 1000: SE = 2.1213 points. */
+	prof_sig_compare_var(0.30, 0.3 * 0.7 / 1000, 0.40, 0.4 * 0.6 / 1000, 0.99, &s);
+	check(near(s.margin, 2.326348 * 2.121320, 1e-3) && s.significant && s.p_value < 1e-5,
+	      "compare_var: 30%% -> 40%%, binomial variances of 1000 (margin %.3f)", s.margin);
+	/* One heavy sample carrying the share: a large variance, no verdict. */
+	prof_sig_compare_var(0.10, 0.01, 0.40, 0.04, 0.99, &s);
+	check(!s.significant && s.p_value > 0.05, "compare_var: +30 points with SE 22 is noise");
+	prof_sig_compare_var(0.5, 0, 0.5, 0, 0.99, &s);
+	check(!s.significant && s.p_value == 1, "compare_var: no variance, no change");
+	prof_sig_compare_var(0, 0, 1, 0, 0.99, &s);
+	check(s.significant && s.p_value == 0, "compare_var: no variance, a complete change");
+}
+
 static void test_needed(void)
 {
 	double n = prof_sig_samples_needed(0.275, 0.05, 0.99, 0.8);
@@ -67,6 +84,7 @@ int main(void)
 {
 	test_quantile();
 	test_compare();
+	test_compare_var();
 	test_needed();
 	return tap_done();
 }
