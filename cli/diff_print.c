@@ -119,8 +119,8 @@ static void print_power_text(const struct diff_args *da, const struct diff_side 
 			     const struct diff_side *new_side, const struct diff_result *res)
 {
 	if (!res->tested) {
-		printf("No sample counts in the profiles (no samples/count type): the threshold "
-		       "alone decides, noise is not tested\n");
+		printf("Some rows could not be tested for noise: the threshold alone judged "
+		       "them\n");
 		return;
 	}
 	if (res->underpowered)
@@ -293,7 +293,7 @@ void diff_print_markdown(const struct diff_args *da, const struct diff_side *bas
 		putchar('\n');
 	}
 	if (!res->tested)
-		printf("> No sample counts in the profiles: the threshold alone decided.\n");
+		printf("> Some rows could not be tested for noise: the threshold alone judged them.\n");
 	else if (res->underpowered)
 		printf("> Too few samples to detect a growth of %.2f points: a function near %.0f%% "
 		       "needs about %.0f samples in each profile.\n", da->threshold,
