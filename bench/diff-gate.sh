@@ -37,10 +37,24 @@ THRESHOLD=${DIFF_THRESHOLD:-5}
 DIR=$(mktemp -d) || exit 1
 trap 'rm -rf "$DIR"' EXIT
 
+samples() {
+	"$CPROF" report --json --type samples "$1" | sed -n 's/.*"total":\([0-9]*\).*/\1/p'
+}
+
 # rec OUT PERCENT SECONDS: one profile; the run outlasts the sampling a bit.
+# A machine busy enough to leave the target no CPU for the whole second
+# gives a profile without samples, which diff refuses: taken again (3 tries).
 rec() {
-	"$CPROF" record -q -F 100 -d "$3s" -o "$1" -- "$MOVER" -p "$2" -s "$(($3 + 1))" >/dev/null ||
-		{ echo "diff-gate: cprof record failed" >&2; exit 1; }
+	local try
+	for try in 1 2 3; do
+		"$CPROF" record -q -F 100 -d "$3s" -o "$1" -- "$MOVER" -p "$2" -s "$(($3 + 1))" >/dev/null ||
+			{ echo "diff-gate: cprof record failed" >&2; exit 1; }
+		[ "$("$CPROF" report --json "$1" | sed -n 's/.*"total":\([0-9]*\).*/\1/p')" -gt 0 ] &&
+			return 0
+		echo "  (a profile without samples: the machine is busy; again)"
+	done
+	echo "diff-gate: three profiles without samples in a row" >&2
+	exit 1
 }
 
 # gate BASE NEW [ARGS]: prints 1 when diff exits 3, 0 when 0; fails otherwise.
@@ -55,9 +69,6 @@ gate() {
 	esac
 }
 
-samples() {
-	"$CPROF" report --json --type samples "$1" | sed -n 's/.*"total":\([0-9]*\).*/\1/p'
-}
 
 echo "false regressions: $PAIRS pairs of identical 1 s runs (mover -p 70), default gate"
 fa=0 n=0
