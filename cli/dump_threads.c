@@ -374,14 +374,41 @@ static int capture(const struct dump_args *a, struct capture *c)
 	return 0;
 }
 
+/* " (2 truncated, 1 not captured)": why the partial stacks are partial. */
+static void format_reasons(char *buf, size_t len, const struct capture *c)
+{
+	size_t counts[REMOTE_END_ERROR + 2] = { 0 }, i, k = 0;
+	bool first = true;
+
+	buf[0] = '\0';
+	for (i = 0; i < c->n; i++) {
+		const struct capture_thread *ct = &c->threads[i];
+
+		if (thread_partial(ct))
+			counts[ct->how == CAPTURE_NONE ? REMOTE_END_ERROR + 1 : ct->end]++;
+	}
+	for (i = 0; i < sizeof(counts) / sizeof(counts[0]) && k < len; i++) {
+		if (!counts[i])
+			continue;
+		k += (size_t)snprintf(buf + k, len - k, "%s%zu %s", first ? " (" : ", ", counts[i],
+				      i == REMOTE_END_ERROR + 1 ? "not captured" :
+				      remote_end_key((enum remote_end)i));
+		first = false;
+	}
+	if (!first && k < len)
+		snprintf(buf + k, len - k, ")");
+}
+
 /* The exit status of a dump, and its summary line unless -q. */
 static int finish(const struct dump_args *a, const struct capture *c)
 {
 	size_t i, partial = 0;
+	char reasons[200];
 	int code;
 
 	for (i = 0; i < c->n; i++)
 		partial += thread_partial(&c->threads[i]);
+	format_reasons(reasons, sizeof(reasons), c);
 	code = partial ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
 	if (a->n_only && c->n < a->n_only) {
 		cli_error("only %zu of the %zu threads given with --threads are in pid %d", c->n,
@@ -391,9 +418,11 @@ static int finish(const struct dump_args *a, const struct capture *c)
 	if (!a->quiet)
 		fprintf(stderr,
 			"cprof: dumped %zu threads of pid %d: %zu stopped for a freeze of %.3f ms "
-			"(%.3f ms stopped in all), %zu read without stopping; %zu incomplete; %.1f ms in all\n",
+			"(%.3f ms stopped in all), %zu read without stopping; %zu incomplete%s; "
+			"%.1f ms in all\n",
 			c->n, (int)a->pid, c->n_stopped, (double)c->freeze_ns / 1e6,
-			(double)c->stopped_ns / 1e6, c->n_blocked, partial, (double)c->wall_ns / 1e6);
+			(double)c->stopped_ns / 1e6, c->n_blocked, partial, reasons,
+			(double)c->wall_ns / 1e6);
 	return code;
 }
 

@@ -882,6 +882,22 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	return mark_truncated(frames, n, max, *end);
 }
 
+const char *remote_end_key(enum remote_end e)
+{
+	switch (e) {
+	case REMOTE_END_COMPLETE: return "complete";
+	case REMOTE_END_TRUNCATED: return "truncated";
+	case REMOTE_END_NO_INFO: return "no_info";
+	case REMOTE_END_BAD_MEMORY: return "bad_memory";
+	case REMOTE_END_MAX_FRAMES: return "max_frames";
+	case REMOTE_END_NEED_REGS: return "need_regs";
+	case REMOTE_END_BAD_FRAME: return "bad_frame";
+	case REMOTE_END_GO_SWITCH: return "go_switch";
+	case REMOTE_END_ERROR: break;
+	}
+	return "error";
+}
+
 const char *remote_end_str(enum remote_end e)
 {
 	switch (e) {

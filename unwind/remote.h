@@ -62,6 +62,9 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 /* Whether e means the walk reached a thread root or a Go stack switch. */
 bool remote_end_is_root(enum remote_end e);
 
+/* The key of e in summaries and JSON counts ("truncated", "no_info", ...). */
+const char *remote_end_key(enum remote_end e);
+
 /* A short English description of e, for notes and JSON. */
 const char *remote_end_str(enum remote_end e);
 
