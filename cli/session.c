@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "lib/grow.h"
 #include "profile/output.h"
+#include "symbolize/fetch.h"
 #include "symbolize/live.h"
 
 static int label_of(uint32_t key, pid_t *tid, const char **name, void *arg)
@@ -196,9 +198,37 @@ static const enum prof_format formats[] = {
 	[CLI_FORMAT_SVG] = PROF_FORMAT_SVG,
 };
 
+/* What the summary says about symbols, gathered around the write. */
+struct sym_note {
+	struct sym_live *live;			/* downloads, perf map; NULL: none */
+	const struct proc_modules *mods;
+	const struct proc_module **unnamed;	/* looked up, nothing named */
+	size_t n_unnamed, cap_unnamed;
+};
+
 static void setup_sym(struct sym_ctx *sym, void *arg)
 {
-	sym_live_apply(arg, sym);
+	struct sym_note *note = arg;
+
+	sym_live_apply(note->live, sym);
+}
+
+static void after_sym(struct sym_ctx *sym, void *arg)
+{
+	struct sym_note *note = arg;
+	const struct proc_module *m;
+	size_t i, n = proc_modules_count(note->mods);
+
+	for (i = 1; i <= n; i++) {
+		m = proc_modules_get(note->mods, (uint32_t)i);
+		if (!m || m->is_vdso || !sym_module_unnamed(sym, m))
+			continue;
+		/* the note is a courtesy: no room for it is no error */
+		if (cprof_grow(&note->unnamed, &note->cap_unnamed, note->n_unnamed + 1,
+			       sizeof(*note->unnamed), 8) < 0)
+			return;
+		note->unnamed[note->n_unnamed++] = m;
+	}
 }
 
 /* What a profile of s says, as write_profile and cli_session_profile make it. */
@@ -238,7 +268,7 @@ static void session_of(struct prof_session *ps, struct session_text *t,
 	};
 }
 
-static int write_profile(struct sampler *s, struct sym_live *live, const struct cli_session *a,
+static int write_profile(struct sampler *s, struct sym_note *note, const struct cli_session *a,
 			 pid_t pid, const char *what, struct progress *pr)
 {
 	struct prof_session ps;
@@ -248,7 +278,8 @@ static int write_profile(struct sampler *s, struct sym_live *live, const struct 
 
 	session_of(&ps, &text, a, what, s, sampler_stacks(s), sampler_get_stats(s));
 	ps.setup_sym = setup_sym;
-	ps.setup_arg = live;
+	ps.after_sym = after_sym;
+	ps.setup_arg = note;
 	ps.format = formats[a->format];
 	ps.path = a->output;
 	ret = prof_write_session(&ps, &res);
@@ -295,6 +326,47 @@ static bool print_missing(const struct sym_live *live, size_t i)
 		"debug package, then run cprof again)\n",
 		module, build_id, why, build_id);
 	return true;
+}
+
+/* Whether live already listed build_id as missing its debuginfo. */
+static bool listed_missing(const struct sym_live *live, const char *build_id)
+{
+	const char *module, *id, *why;
+	size_t i;
+
+	for (i = 0; sym_live_missing(live, i, &module, &id, &why); i++)
+		if (strcmp(id, build_id) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * One line for each module nothing could be named in, unless the
+ * debuginfod lines said it already: how to get its symbols.
+ */
+static void print_unnamed(const struct cli_session *a, const struct sym_note *note)
+{
+	const struct proc_module *m;
+	const char *hint;
+	size_t i;
+
+	hint = a->no_debuginfod && sym_fetch_configured() ?
+		       "install its debug package, or run cprof without --no-debuginfod" :
+		       "install its debug package, or set DEBUGINFOD_URLS (for example "
+		       "https://debuginfod.debian.net) for cprof to download it";
+	for (i = 0; i < note->n_unnamed; i++) {
+		m = note->unnamed[i];
+		if (!m->build_id)
+			fprintf(stderr,
+				"cprof: no symbols for %s: it is stripped, has no build id to find "
+				"its debuginfo by, and no debug file is here; install its debug "
+				"package, or profile an unstripped build\n", m->path);
+		else if (!listed_missing(note->live, m->build_id))
+			fprintf(stderr,
+				"cprof: no symbols for %s (build id %s): it is stripped and no debug "
+				"file for it is on this machine; its samples keep addresses and the "
+				"build id (%s)\n", m->path, m->build_id, hint);
+	}
 }
 
 /* "N incomplete", then ": K reason, ..." for the reasons that occurred. */
@@ -471,18 +543,19 @@ static int session_outcome(const struct sampler *s, int ret, pid_t pid, struct p
 /* After the profile is written: the summary and what debuginfo was missing
  * (unless -q), and the JSON object with --json. */
 static void report_session(const struct cli_session *a, pid_t pid, const struct sampler *s,
-			   struct sym_live *live)
+			   const struct sym_note *note)
 {
 	size_t i;
 
 	if (!a->quiet) {
 		print_summary(a, sampler_get_stats(s));
 		print_processes(s, sampler_get_stats(s));
+		for (i = 0; print_missing(note->live, i); i++)
+			;
+		print_unnamed(a, note);
 	}
-	for (i = 0; !a->quiet && print_missing(live, i); i++)
-		;
 	if (a->json)
-		print_json(a, pid, s, live);
+		print_json(a, pid, s, note->live);
 }
 
 int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
@@ -506,6 +579,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		.debuginfod_budget_ns = DEBUGINFOD_BUDGET_LOOKUPS * a->debuginfod_timeout_ns,
 	};
 	struct progress pr = { .duration_ns = a->duration_ns };
+	struct sym_note note = { NULL };
 	struct sym_live *live = NULL;
 	struct sampler *s = NULL;
 	int code, ret;
@@ -535,13 +609,16 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	code = session_outcome(s, ret, pid, &pr);
 	if (code == CPROF_EXIT_FATAL)
 		goto out;
-	ret = write_profile(s, live, a, pid, what, &pr);
+	note.live = live;
+	note.mods = sampler_modules(s);
+	ret = write_profile(s, &note, a, pid, what, &pr);
 	progress_clear(&pr);
 	if (ret < 0)
 		code = CPROF_EXIT_FATAL;
 	else
-		report_session(a, pid, s, live);
+		report_session(a, pid, s, &note);
 out:
+	free(note.unnamed);
 	sym_live_destroy(live);
 	sampler_destroy(s);
 	return code;

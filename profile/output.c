@@ -63,6 +63,8 @@ int prof_write_session(const struct prof_session *s, struct prof_session_result 
 	ret = prof_session_build(s, sym, &b);
 	if (ret < 0)
 		goto out;
+	if (sym && s->after_sym)
+		s->after_sym(sym, s->setup_arg);
 	res->failed = PROF_STAGE_WRITE;
 	if (s->format == PROF_FORMAT_PPROF)
 		ret = prof_write_file(b, s->path);

@@ -27,6 +27,9 @@ struct prof_session {
 	/* Called on the symbolizer before it is used (what was learned while
 	 * the target ran: perf map, downloads); NULL: nothing to add. */
 	void (*setup_sym)(struct sym_ctx *sym, void *arg);
+	/* Called once the profile is built, before the symbolizer goes, to ask
+	 * it what it found; NULL: nothing to ask.  Gets setup_arg too. */
+	void (*after_sym)(struct sym_ctx *sym, void *arg);
 	void *setup_arg;
 	struct prof_export_opts export;
 	const char *const *comments;	/* n_comments lines for the pprof comment field */

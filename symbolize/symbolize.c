@@ -39,6 +39,7 @@ struct mod_state {
 	Dwarf_Addr dm_bias;	/* libdwfl's bias; 0 for ET_EXEC */
 	const char *build_id;	/* interned, the cache key */
 	bool tried;		/* reported (or failed to) */
+	bool looked_up;		/* some address was asked for */
 	bool has_functions;	/* some address was named */
 	bool has_lines;
 	bool cus_built;		/* cus was tried */
@@ -845,6 +846,7 @@ int sym_lookup(struct sym_ctx *ctx, const struct proc_module *mod, uint64_t addr
 	st = mod_state(ctx, mod);
 	if (!st)
 		return -ENOMEM;
+	st->looked_up = true;
 	if (!st->build_id && mod->build_id && (ret = intern(ctx, mod->build_id, &st->build_id)) < 0)
 		return ret;
 	/*
@@ -893,4 +895,11 @@ bool sym_module_has_functions(struct sym_ctx *ctx, const struct proc_module *mod
 	if (!ctx || !mod || !mod->id || mod->id > ctx->nmods)
 		return false;
 	return ctx->mods[mod->id - 1].has_functions;
+}
+
+bool sym_module_unnamed(struct sym_ctx *ctx, const struct proc_module *mod)
+{
+	if (!ctx || !mod || !mod->id || mod->id > ctx->nmods)
+		return false;
+	return ctx->mods[mod->id - 1].looked_up && !ctx->mods[mod->id - 1].has_functions;
 }

@@ -72,4 +72,8 @@ bool sym_module_has_lines(struct sym_ctx *ctx, const struct proc_module *mod);
  * the lookups. */
 bool sym_module_has_functions(struct sym_ctx *ctx, const struct proc_module *mod);
 
+/* Whether addresses of mod were looked up and none could be named: a module
+ * without symbols or debuginfo here (stripped), for the user to be told. */
+bool sym_module_unnamed(struct sym_ctx *ctx, const struct proc_module *mod);
+
 #endif
