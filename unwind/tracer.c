@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/hash.h"
+#include "lib/htab.h"
 #include "process/procfs.h"
 #include "unwind/tracer.h"
 
@@ -35,6 +37,8 @@ struct tracer {
 	const struct tracer_ops *ops;
 	void *arg;
 	struct tracer_thread **threads;
+	struct cprof_htab by_tid;	/* index of threads[] by tid */
+	bool by_tid_stale;	/* a thread was removed: rebuild before use */
 	struct procfs_fdcache fds;
 	size_t n_threads, cap_threads;
 	size_t n_pending;
@@ -49,23 +53,49 @@ bool tracer_boost_thread(void)
 	return setpriority(PRIO_PROCESS, (id_t)gettid(), -10) == 0;
 }
 
-static struct tracer_thread *find_thread(struct tracer *t, pid_t tid, size_t *index)
+static uint32_t tid_hash(const struct tracer *t, const pid_t *tid)
+{
+	(void)t;
+	return cprof_hash_finish((uint64_t)(uint32_t)*tid);
+}
+
+#define HTAB_NAME tid_index
+#define HTAB_CTX struct tracer
+#define HTAB_KEY pid_t
+#define HTAB_HASH(t, key) tid_hash(t, key)
+#define HTAB_COMPARE(t, i, key) ((t)->threads[i]->tid == *(key))
+#include "lib/htab-type.h"
+
+/* The index has no deletion: a removal marks it stale, and it is rebuilt
+ * before its next use (once for any number of removals in a row). */
+static void reindex(struct tracer *t)
 {
 	size_t i;
 
+	t->by_tid_stale = false;
+	cprof_htab_clear(&t->by_tid);
+	for (i = 0; i < t->n_threads; i++)
+		cprof_htab_add(&t->by_tid, tid_hash(t, &t->threads[i]->tid), i);
+}
+
+/* By tid, through the index: every event and every sample looks a thread
+ * up, and a process may have thousands. */
+static struct tracer_thread *find_thread(struct tracer *t, pid_t tid, size_t *index)
+{
+	uint32_t ref;
+
 	if (!t)
 		return NULL;
-	/* Linear: thread counts are in the hundreds and this runs per event,
-	 * not per byte; a hash would only pay off far beyond that. */
-	for (i = 0; i < t->n_threads; i++) {
-		if (t->threads[i]->tid == tid) {
-			if (index)
-				*index = i;
-			return t->threads[i];
-		}
-	}
-	return NULL;
+	if (t->by_tid_stale)
+		reindex(t);
+	ref = tid_index_find(&t->by_tid, t, &tid, NULL);
+	if (!ref)
+		return NULL;
+	if (index)
+		*index = ref - 1;
+	return t->threads[ref - 1];
 }
+
 
 static struct tracer_thread *add_thread(struct tracer *t, pid_t tid, pid_t tgid)
 {
@@ -80,6 +110,10 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid, pid_t tgid)
 		t->threads = nv;
 		t->cap_threads = cap;
 	}
+	if (t->by_tid_stale)
+		reindex(t);
+	if (cprof_htab_reserve(&t->by_tid, 1) < 0)
+		return NULL;
 	th = calloc(1, sizeof(*th));
 	if (!th)
 		return NULL;
@@ -88,6 +122,7 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid, pid_t tgid)
 	th->appeared_ns = cprof_now_ns();
 	procfs_task_init(&th->task, tid);
 	th->task.pid = tgid;
+	cprof_htab_add(&t->by_tid, tid_hash(t, &tid), t->n_threads);
 	t->threads[t->n_threads++] = th;
 	if (tgid == t->pid)
 		t->n_root_threads++;
@@ -134,6 +169,7 @@ static void remove_thread(struct tracer *t, size_t i)
 	procfs_task_close(&t->fds, &th->task);
 	free(th);
 	t->threads[i] = t->threads[--t->n_threads];
+	t->by_tid_stale = true;
 }
 
 static void forget_tid(struct tracer *t, pid_t tid)
@@ -749,6 +785,7 @@ static void tracer_release(struct tracer *t, struct tracer_stats *final)
 		*final = t->stats;
 	close(t->sigfd);
 	free(t->threads);
+	cprof_htab_free(&t->by_tid);
 	free(t);
 }
 
