@@ -511,6 +511,22 @@ static pid_t tgid_of(pid_t tid)
 	return procfs_status_field(tid, "Tgid", &tgid) == 0 ? (pid_t)tgid : tid;
 }
 
+/* The stop an interrupt asked for: registers read, on_stop told.  Returns
+ * true when on_stop holds the thread (tracer_resume_held lets it go); else
+ * the stop is accounted and the caller resumes or listens. */
+static bool serve_interrupt(struct tracer *t, struct tracer_thread *th)
+{
+	th->pending = false;
+	t->n_pending--;
+	read_regs_at_interrupt(t, th);
+	if (t->ops && t->ops->on_stop && t->ops->on_stop(t, th, th->listening, t->arg)) {
+		th->held = true;
+		return true;
+	}
+	account_stop(t, th);
+	return false;
+}
+
 static void handle_status(struct tracer *t, pid_t tid, int status)
 {
 	struct tracer_thread *th;
@@ -551,37 +567,18 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 
 	switch (event) {
 	case PTRACE_EVENT_STOP:
-		if (is_stop_signal(sig)) {
-			/* Group-stop: the process is stopped by job control.
-			 * LISTEN keeps it stopped yet lets SIGCONT through;
-			 * CONT would wrongly resume it. */
+		/* Group-stop: the process is stopped by job control.  LISTEN
+		 * keeps it stopped yet lets SIGCONT through; CONT would wrongly
+		 * resume it. */
+		th->listening = is_stop_signal(sig);
+		if (th->listening)
 			t->stats.group_stops++;
-			th->listening = true;
-			if (th->pending) {
-				th->pending = false;
-				t->n_pending--;
-				read_regs_at_interrupt(t, th);
-				if (t->ops && t->ops->on_stop && t->ops->on_stop(t, th, true, t->arg)) {
-					th->held = true;
-					return;
-				}
-				account_stop(t, th);
-			}
+		if (th->pending && serve_interrupt(t, th))
+			return;		/* held by on_stop */
+		if (th->listening)
 			ptrace(PTRACE_LISTEN, tid, NULL, NULL);
-			return;
-		}
-		th->listening = false;
-		if (th->pending) {
-			th->pending = false;
-			t->n_pending--;
-			read_regs_at_interrupt(t, th);
-			if (t->ops && t->ops->on_stop && t->ops->on_stop(t, th, false, t->arg)) {
-				th->held = true;
-				return;
-			}
-			account_stop(t, th);
-		}
-		resume(t, tid, 0);
+		else
+			resume(t, tid, 0);
 		return;
 	case PTRACE_EVENT_CLONE:
 	case PTRACE_EVENT_FORK:
