@@ -390,27 +390,41 @@ static void format_incomplete(char *buf, size_t len, const struct sampler_stats 
 	}
 }
 
-/* Per process, when the session followed a tree: its share of the samples
- * and of their value.  Processes never sampled are left out (a script's
- * many short helpers), and so is the list when there is one process. */
+/* Per process, when the session followed a tree, under the summary line:
+ * the processes with the most samples, their share of the samples and
+ * their time.  Processes never sampled (a script's short helpers) are only
+ * counted, and there is no list for one process. */
+#define MAX_PROCESS_LINES 10
+
 static void print_processes(const struct sampler *s, const struct sampler_stats *st)
 {
-	struct sampler_process p;
-	size_t i, shown = 0;
+	struct sampler_process p, top[MAX_PROCESS_LINES];
+	size_t i, k, n_top = 0, sampled = 0, n = sampler_process_count(s);
 
-	if (sampler_process_count(s) < 2)
+	if (n < 2)
 		return;
 	for (i = 0; sampler_process_at(s, i, &p) == 0; i++) {
 		if (!p.samples)
 			continue;
-		fprintf(stderr, "cprof:   pid %d (%s): %llu samples (%.1f%%), %.3f s\n", (int)p.pid,
-			p.name, (unsigned long long)p.samples,
-			st->samples ? 100.0 * (double)p.samples / (double)st->samples : 0,
-			(double)p.value_ns / 1e9);
-		shown++;
+		sampled++;
+		/* Insertion into the short list, most samples first. */
+		for (k = n_top; k > 0 && top[k - 1].samples < p.samples; k--) {
+			if (k < MAX_PROCESS_LINES)
+				top[k] = top[k - 1];
+		}
+		if (k < MAX_PROCESS_LINES) {
+			top[k] = p;
+			if (n_top < MAX_PROCESS_LINES)
+				n_top++;
+		}
 	}
-	if (i > shown)
-		fprintf(stderr, "cprof:   %zu processes in all, %zu with samples\n", i, shown);
+	for (k = 0; k < n_top; k++)
+		fprintf(stderr, "  pid %d (%s): %llu samples (%.1f%%), %.3f s\n", (int)top[k].pid,
+			top[k].name, (unsigned long long)top[k].samples,
+			st->samples ? 100.0 * (double)top[k].samples / (double)st->samples : 0,
+			(double)top[k].value_ns / 1e9);
+	fprintf(stderr, "  %zu processes, %zu with samples%s\n", n, sampled,
+		sampled > n_top ? " (the others: --json)" : "");
 }
 
 static void print_summary(const struct cli_session *a, const struct sampler_stats *st)

@@ -107,6 +107,35 @@ task_tracers() {
 	done
 }
 
+# tree_tasks PID: "TID STATE TRACERPID" for every thread of PID and of its
+# descendants, one line each (one pass over /proc, no process per task).
+tree_tasks() {
+	local pids
+	pids=$(cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '{
+		s = $0; sub(/.*\) /, "", s); split(s, f, " "); pid = $1 + 0; ppid = f[2] + 0
+		parent[pid] = ppid
+	} END {
+		for (p in parent) {
+			q = p
+			while (q != root && q in parent && parent[q] != 0 && parent[q] != q) q = parent[q]
+			if (q == root) print p
+		}
+	}')
+	[ -n "$pids" ] || return 0
+	for p in $pids; do printf '/proc/%s/task/*/status\n' "$p"; done | xargs sh -c 'cat $@ 2>/dev/null' sh |
+		awk '/^State:/ { st = $2 } /^Pid:/ { pid = $2 } /^TracerPid:/ { print pid, st, $2 }'
+}
+
+# tree_released PID: no thread of PID's tree is traced or in a tracing stop.
+tree_released() {
+	! tree_tasks "$1" | awk '$2 == "t" || $3 != 0 { bad = 1 } END { exit !bad }'
+}
+
+# tree_none_stopped PID: no thread of PID's tree is stopped (t or T).
+tree_none_stopped() {
+	! tree_tasks "$1" | awk '$2 == "t" || $2 == "T" { bad = 1 } END { exit !bad }'
+}
+
 # cpu_ticks PID: utime + stime of the whole process, in clock ticks.
 cpu_ticks() {
 	local s
@@ -436,12 +465,13 @@ expect_error() {
 # Sets SUMMARY_SAMPLES and SUMMARY_THREADS.
 expect_summary() {
 	local n
-	n=$(wc -l <"$CPROF_STDERR")
+	# the lines of a process tree's per-process counts follow it indented
+	n=$(grep -cv '^  ' "$CPROF_STDERR" || true)
 	[ "$n" -eq 1 ] || fail "$1: expected exactly one summary line on stderr, got $n: $(cat "$CPROF_STDERR")"
 	grep -Eq '^cprof: wrote .*: [0-9]+ samples .*from [0-9]+ threads' "$CPROF_STDERR" ||
 		fail "$1: summary line does not match the spec: $(cat "$CPROF_STDERR")"
-	SUMMARY_SAMPLES=$(sed -E 's/.* ([0-9]+) samples.*/\1/' "$CPROF_STDERR")
-	SUMMARY_THREADS=$(sed -E 's/.*from ([0-9]+) threads.*/\1/' "$CPROF_STDERR")
+	SUMMARY_SAMPLES=$(grep -v '^  ' "$CPROF_STDERR" | sed -E 's/.* ([0-9]+) samples.*/\1/')
+	SUMMARY_THREADS=$(grep -v '^  ' "$CPROF_STDERR" | sed -E 's/.*from ([0-9]+) threads.*/\1/')
 }
 
 # ---- cprof serve ---------------------------------------------------------
