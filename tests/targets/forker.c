@@ -10,9 +10,10 @@
  * WORK_MS (default 150) of its own CPU time and exits 0.  Each request
  * child, before anything else, reads the TracerPid of its /proc/self/status,
  * reads it again once its work is done, and appends one line
- * "PID TRACERPID_AT_BIRTH TRACERPID_AT_END CPU_NS" to LOG (one write(2),
- * O_APPEND): a tracer that follows forks traces a child from its first
- * instruction.  When its run ends, the parent passes the end on to
+ * "SEQ PID TRACERPID_AT_BIRTH TRACERPID_AT_END CPU_NS" to LOG (one
+ * write(2), O_APPEND; SEQ counts the forks from 1, the birth order even
+ * when pids wrap): a tracer that follows forks traces a child from its
+ * first instruction.  When its run ends, the parent passes the end on to
  * the keepers (SIGUSR2), reaps every child, writes "ready\n" to
  * READYFILE once the keepers run, and prints "result: OK" when every child
  * exited 0. */
@@ -81,15 +82,15 @@ static long tracer_pid(void)
 	return p ? strtol(p + 11, NULL, 10) : -1;
 }
 
-NOINLINE static void request_child(uint64_t work_ns, int log_fd)
+NOINLINE static void request_child(unsigned seq, uint64_t work_ns, int log_fd)
 {
 	long tracer = tracer_pid();
 	char line[96];
 	int n;
 
 	handle_request(work_ns);
-	n = snprintf(line, sizeof(line), "%d %ld %ld %llu\n", (int)getpid(), tracer, tracer_pid(),
-		     (unsigned long long)cpu_ns());
+	n = snprintf(line, sizeof(line), "%u %d %ld %ld %llu\n", seq, (int)getpid(), tracer,
+		     tracer_pid(), (unsigned long long)cpu_ns());
 	if (log_fd >= 0 && write(log_fd, line, (size_t)n) != n)
 		_exit(3);
 	_exit(0);
@@ -111,6 +112,7 @@ static int reap(int flags, int *bad)
 int main(int argc, char **argv)
 {
 	int keep = 1, interval_ms = 100, work_ms = 150, opt, i, bad = 0, log_fd = -1;
+	unsigned seq = 0;
 	double seconds = 10;
 	const char *ready = NULL;
 	struct timespec pause;
@@ -161,14 +163,16 @@ int main(int argc, char **argv)
 	pause.tv_sec = interval_ms / 1000;
 	pause.tv_nsec = (long)(interval_ms % 1000) * 1000000L;
 	while (!target_past_deadline()) {
-		pid_t p = fork();
+		pid_t p;
 
+		seq++;
+		p = fork();
 		if (p < 0) {
 			perror("fork");
 			return 1;
 		}
 		if (p == 0)
-			request_child((uint64_t)work_ms * 1000000u, log_fd);
+			request_child(seq, (uint64_t)work_ms * 1000000u, log_fd);
 		reap(WNOHANG, &bad);
 		nanosleep(&pause, NULL);
 	}
