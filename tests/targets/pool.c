@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* pool: live target with many parked threads and a few busy ones.
  *
- * pool [-n PARKED] [-b BUSY] [-p NAP_MS] [-s SECONDS] [-r READYFILE]
+ * pool [-n PARKED] [-b BUSY] [-p NAP_MS] [-B BURST_MS] [-s SECONDS] [-r READYFILE]
  *
  * PARKED threads (default 1000), named "park-N", each loop on
  *   park_thread -> park_outer -> park_inner -> nanosleep(NAP_MS, default 1000)
- * or, with -p 0, wait there in pause() for the whole run (no wake-ups)
+ * or, with -p 0, wait there in pause() for the whole run (no wake-ups);
+ * with -B, each parked thread spins for BURST_MS in park_burst (under
+ * park_outer) before each nap: threads that run in bursts, then sleep
  * and BUSY threads (default 2), named "busy-N", spin in
  *   busy_thread -> busy_outer -> busy_inner (a loop on a volatile counter).
  * The ready file is written once every thread has started.  The run ends
@@ -31,10 +33,11 @@
 #define KEEP_FRAME() asm volatile("" ::: "memory")
 
 static long nap_ms = 1000;
+static long burst_ms;
+static volatile unsigned long spin_counter;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t started_cond = PTHREAD_COND_INITIALIZER;
 static long started;
-static volatile unsigned long spin_counter;
 
 NOINLINE static void park_inner(void)
 {
@@ -47,8 +50,25 @@ NOINLINE static void park_inner(void)
 	KEEP_FRAME();
 }
 
+NOINLINE static void park_burst(void)
+{
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		unsigned i;
+
+		for (i = 0; i < 10000; i++)
+			spin_counter++;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 < burst_ms);
+	KEEP_FRAME();
+}
+
 NOINLINE static void park_outer(void)
 {
+	if (burst_ms)
+		park_burst();
 	park_inner();
 	KEEP_FRAME();
 }
@@ -119,19 +139,20 @@ int main(int argc, char **argv)
 	pthread_attr_t attr;
 	int c;
 
-	while ((c = getopt(argc, argv, "n:b:p:s:r:")) != -1) {
+	while ((c = getopt(argc, argv, "n:b:p:B:s:r:")) != -1) {
 		switch (c) {
 		case 'n': parked = atol(optarg); break;
 		case 'b': busy = atol(optarg); break;
 		case 'p': nap_ms = atol(optarg); break;
+		case 'B': burst_ms = atol(optarg); break;
 		case 's': seconds = atof(optarg); break;
 		case 'r': ready = optarg; break;
 		default:
-			fprintf(stderr, "usage: pool [-n PARKED] [-b BUSY] [-p NAP_MS] [-s SECONDS] [-r READYFILE]\n");
+			fprintf(stderr, "usage: pool [-n PARKED] [-b BUSY] [-p NAP_MS] [-B BURST_MS] [-s SECONDS] [-r READYFILE]\n");
 			return 2;
 		}
 	}
-	if (parked < 0 || busy < 0 || nap_ms < 0) {
+	if (parked < 0 || busy < 0 || nap_ms < 0 || burst_ms < 0) {
 		fprintf(stderr, "pool: bad arguments\n");
 		return 2;
 	}
