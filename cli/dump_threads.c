@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@ struct dump_args {
 	bool json;
 	bool no_source;
 	bool quiet;
+	bool children;		/* --children: the descendants of pid too */
 	unsigned long max_frames;
 	size_t stack_size;
 	pid_t only[MAX_ONLY];
@@ -31,7 +33,7 @@ static void dump_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cprof dump-threads -p PID [--json] [--no-source] [--threads TID,...]\n"
-		"                          [-n MAXFRAMES] [--stack-size BYTES] [-q]\n"
+		"                          [-n MAXFRAMES] [--stack-size BYTES] [-q] [--children]\n"
 		"\n"
 		"Prints the stack of every thread of the running process PID, all captured at\n"
 		"one instant: blocked threads are read without being stopped, running ones are\n"
@@ -41,6 +43,7 @@ static void dump_usage(FILE *f)
 		"      --json             one JSON document on stdout, for scripts\n"
 		"      --no-source        no file:line (faster: no line tables loaded)\n"
 		"      --threads LIST     only these thread ids (comma separated)\n"
+		"      --children         the descendants of PID too, one process after another\n"
 		"  -n, --max-frames N     frames per thread, 1..%d (default %d)\n"
 		"      --stack-size N     bytes of stack copied per thread, 4k..8m (default 256k)\n"
 		"  -q, --quiet            no summary line on stderr\n"
@@ -123,6 +126,7 @@ static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args 
 		CLI_OPTION_CALLBACK('n', "max-frames", a, opt_frames),
 		CLI_OPTION_CALLBACK(0, "stack-size", a, opt_stack),
 		CLI_OPTION_BOOL('q', "quiet", &a->quiet),
+		CLI_OPTION_BOOL(0, "children", &a->children),
 		CLI_OPTION_END,
 	};
 	enum cli_parse_result r;
@@ -137,6 +141,11 @@ static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args 
 		return r;
 	if (!a->pid) {
 		cli_error("dump-threads: which process? give its pid with -p PID");
+		return CLI_PARSE_ERROR;
+	}
+	if (a->children && a->n_only) {
+		cli_error("dump-threads: --threads picks threads of one process; it does not go "
+			  "with --children");
 		return CLI_PARSE_ERROR;
 	}
 	return CLI_PARSE_OK;
@@ -339,8 +348,9 @@ int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size
 }
 
 /* Captures the threads.  Returns 0, or the exit code once reported (c is
- * then freed). */
-static int capture(const struct dump_args *a, struct capture *c)
+ * then freed); -1 (nothing reported) when a descendant (descendant true)
+ * is gone already. */
+static int capture(const struct dump_args *a, struct capture *c, bool descendant)
 {
 	struct capture_opts co = {
 		.stack_size = a->stack_size,
@@ -352,10 +362,16 @@ static int capture(const struct dump_args *a, struct capture *c)
 	int ret;
 
 	if (cli_attach_obstacle(a->pid, 0, why, sizeof(why))) {
+		if (descendant && kill(a->pid, 0) < 0 && errno == ESRCH)
+			return -1;
 		cli_error("cannot attach to pid %d: %s", (int)a->pid, why);
 		return CPROF_EXIT_FATAL;
 	}
 	ret = capture_process(a->pid, &co, c);
+	if (ret == -ESRCH && descendant) {
+		capture_free(c);
+		return -1;
+	}
 	if (ret < 0) {
 		if (!c->attached && cli_attach_obstacle(a->pid, ret, why, sizeof(why)))
 			cli_error("cannot attach to pid %d: %s", (int)a->pid, why);
@@ -426,38 +442,147 @@ static int finish(const struct dump_args *a, const struct capture *c)
 	return code;
 }
 
-int cmd_dump_threads(int argc, char **argv)
+/*
+ * Dumps process a->pid (text, or one JSON object), after the text before
+ * (may be NULL) once it is captured.  descendant: found under --children,
+ * so one that is gone by now is skipped without a word.  Returns the exit
+ * code; -1 for a descendant gone.
+ */
+static int dump_one(const struct dump_args *a, bool descendant, const char *before)
 {
-	struct dump_args a = { 0 };
 	struct capture c;
-	struct printer pr = { .a = &a, .c = &c, .f = stdout };
+	struct printer pr = { .a = a, .c = &c, .f = stdout };
 	struct sym_perfmap *pm = NULL;
-	enum cli_parse_result r;
 	int code, ret;
 
-	r = parse_args(argc, argv, &a);
-	if (r != CLI_PARSE_OK)
-		return cli_parse_exit_code(r);
-	code = capture(&a, &c);
+	code = capture(a, &c, descendant);
 	if (code)
 		return code;
-	ret = sym_create(&pr.sym, c.mods, a.no_source ? SYM_NO_SOURCE : 0);
+	ret = sym_create(&pr.sym, c.mods, a->no_source ? SYM_NO_SOURCE : 0);
 	if (ret < 0) {
-		cli_error("cannot load symbols for pid %d: %s (printing addresses only)", (int)a.pid,
+		cli_error("cannot load symbols for pid %d: %s (printing addresses only)", (int)a->pid,
 			  strerror(-ret));
 		pr.sym = NULL;
 	}
 	/* JIT code is named from the runtime's perf map, read once here. */
-	if (pr.sym && sym_perfmap_create(&pm, a.pid) == 0 && sym_perfmap_refresh(pm, &c.maps) == 0)
+	if (pr.sym && sym_perfmap_create(&pm, a->pid) == 0 && sym_perfmap_refresh(pm, &c.maps) == 0)
 		sym_use_perfmap(pr.sym, pm);
-	if (a.json)
+	if (before)
+		fputs(before, stdout);
+	if (a->json)
 		print_json(&pr);
 	else
 		print_text(&pr);
-	code = finish(&a, &c);
+	code = finish(a, &c);
 	if (pr.sym)
 		sym_destroy(pr.sym);
 	sym_perfmap_destroy(pm);
 	capture_free(&c);
 	return code;
+}
+
+/*
+ * pid and its descendants, parents before their children, into a malloc'd
+ * array.  Returns 0 or -errno.
+ */
+static int list_tree(pid_t pid, pid_t **out, size_t *n)
+{
+	pid_t *v = malloc(sizeof(*v)), *kids, *nv;
+	size_t cnt = 1, i, k, nk;
+
+	if (!v)
+		return -ENOMEM;
+	v[0] = pid;
+	/* Breadth first: v grows while it is walked. */
+	for (i = 0; i < cnt; i++) {
+		if (procfs_list_children(v[i], &kids, &nk) < 0)
+			continue;	/* gone meanwhile */
+		nv = realloc(v, (cnt + nk) * sizeof(*v));
+		if (!nv) {
+			free(kids);
+			free(v);
+			return -ENOMEM;
+		}
+		v = nv;
+		for (k = 0; k < nk; k++)
+			v[cnt++] = kids[k];
+		free(kids);
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+/* The worse of two exit codes: fatal over partial over ok. */
+static int worse(int a, int b)
+{
+	if (a == CPROF_EXIT_FATAL || b == CPROF_EXIT_FATAL)
+		return CPROF_EXIT_FATAL;
+	return a > b ? a : b;
+}
+
+/*
+ * --children: each process of the tree in turn, each captured at an
+ * instant of its own.  Text: each process's threads under a "Process PID"
+ * line; JSON: {"pid": PID, "processes": [the object of each process]}.
+ * The exit code is the worst of the processes' (one that ended before its
+ * turn, or is a zombie, is skipped); the root's failure to attach is
+ * fatal, a descendant's makes the dump partial.
+ */
+static int dump_tree(const struct dump_args *a)
+{
+	struct dump_args one = *a;
+	struct procfs_stat st;
+	char before[128];
+	pid_t *pids;
+	size_t n, i, shown = 0;
+	int code = CPROF_EXIT_OK, c, ret;
+
+	ret = list_tree(a->pid, &pids, &n);
+	if (ret < 0) {
+		cli_error("cannot list the descendants of pid %d: %s", (int)a->pid, strerror(-ret));
+		return CPROF_EXIT_FATAL;
+	}
+	if (a->json)
+		printf("{\"pid\": %d, \"processes\": [\n", (int)a->pid);
+	for (i = 0; i < n; i++) {
+		one.pid = pids[i];
+		/* A child that exited and is not reaped yet has no threads. */
+		if (i > 0 && procfs_stat_pid(pids[i], &st) == 0 && (st.state == 'Z' || st.state == 'X'))
+			continue;
+		if (a->json)
+			snprintf(before, sizeof(before), "%s", shown ? ",\n" : "");
+		else
+			snprintf(before, sizeof(before), "%sProcess %d \"%s\"\n\n", shown ? "\n" : "",
+				 (int)pids[i], procfs_stat_pid(pids[i], &st) == 0 ? st.comm : "?");
+		c = dump_one(&one, i > 0, before);
+		if (c < 0)
+			continue;	/* ended before its turn */
+		/* Without the root there is no tree to speak of; a descendant
+		 * that could not be dumped makes the dump partial. */
+		if (i == 0 && c == CPROF_EXIT_FATAL) {
+			code = c;
+			break;
+		}
+		if (c == CPROF_EXIT_FATAL)
+			c = CPROF_EXIT_PARTIAL;
+		else
+			shown++;
+		code = worse(code, c);
+	}
+	if (a->json)
+		fputs("]}\n", stdout);
+	free(pids);
+	return code;
+}
+
+int cmd_dump_threads(int argc, char **argv)
+{
+	struct dump_args a = { 0 };
+	enum cli_parse_result r;
+
+	r = parse_args(argc, argv, &a);
+	if (r != CLI_PARSE_OK)
+		return cli_parse_exit_code(r);
+	return a.children ? dump_tree(&a) : dump_one(&a, false, NULL);
 }
