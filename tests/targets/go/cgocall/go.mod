@@ -1,3 +1,0 @@
-module cprof.test/cgocall
-
-go 1.19

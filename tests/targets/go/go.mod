@@ -1,0 +1,3 @@
+module cprof.test
+
+go 1.19

@@ -1,3 +1,0 @@
-module cprof.test/hashsort
-
-go 1.19
