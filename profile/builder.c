@@ -486,3 +486,8 @@ size_t prof_sample_count(const struct prof_builder *b)
 {
 	return b->n_samples;
 }
+
+size_t prof_location_count(const struct prof_builder *b)
+{
+	return b->n_locations;
+}

@@ -145,11 +145,20 @@ static int lines_for(struct exporter *x, const struct proc_module *m, const stru
 	return 0;
 }
 
+/*
+ * The address a frame is looked up and placed at: a caller frame holds a
+ * return address, and its call is at addr - 1.  0 for a frame that has no
+ * address (a garbage return address of 1 included).
+ */
+static uint64_t frame_pc(const struct prof_frame *f)
+{
+	return (f->flags & PROF_FRAME_EXACT) || !f->addr ? f->addr : f->addr - 1;
+}
+
 static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t *id)
 {
-	/* A caller frame holds a return address: its call is at addr - 1. */
 	struct loc_entry key = {
-		.addr = (f->flags & PROF_FRAME_EXACT) || !f->addr ? f->addr : f->addr - 1,
+		.addr = frame_pc(f),
 		.module = f->module,
 	};
 	const struct proc_module *m = f->module ? proc_modules_get(x->mods, f->module) : NULL;
@@ -194,7 +203,9 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 	if (cprof_grow(&x->loc_ids, &x->cap_loc_ids, n, sizeof(*x->loc_ids), 64) < 0)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		if (!f[i].addr && !(f[i].flags & PROF_FRAME_TRUNCATED))
+		/* No address and nothing known is no location: the frame
+		 * goes, the sample stays. */
+		if (!frame_pc(&f[i]) && !(f[i].flags & PROF_FRAME_TRUNCATED))
 			continue;
 		ret = location_for(x, &f[i], &x->loc_ids[k]);
 		if (ret < 0)

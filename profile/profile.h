@@ -78,7 +78,9 @@ int prof_add_location(struct prof_builder *b, uint64_t mapping_id, uint64_t addr
 int prof_add_sample(struct prof_builder *b, const uint64_t *location_ids, size_t n_locations,
 		    const int64_t *values, const struct prof_label *labels, size_t n_labels);
 
+/* How many samples and locations the profile holds so far. */
 size_t prof_sample_count(const struct prof_builder *b);
+size_t prof_location_count(const struct prof_builder *b);
 
 struct ProtobufCBuffer;
 

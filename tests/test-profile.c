@@ -894,11 +894,13 @@ static int label_fails(uint32_t key, pid_t *tid, const char **name, void *arg)
 /*
  * prof_export of one raw stack: a thread label that is unknown (-ENOENT)
  * leaves the sample without labels; any other failure of the label, such
- * as -ENOMEM, fails the export instead of passing for "no label".
+ * as -ENOMEM, fails the export instead of passing for "no label".  A caller
+ * frame whose return address is 1 (garbage from a broken walk: its call
+ * would be at address 0) is left out; the sample and the profile stay.
  */
 static void check_export_errors(void)
 {
-	const struct prof_frame f[] = { { 0x1234, 0, PROF_FRAME_EXACT } };
+	const struct prof_frame f[] = { { 0x1234, 0, PROF_FRAME_EXACT }, { 1, 0, 0 } };
 	const int64_t v[] = { 1, 10000000 };
 	struct prof_stacks *st = NULL;
 	struct proc_modules *mods = NULL;
@@ -909,7 +911,7 @@ static void check_export_errors(void)
 
 	err = prof_stacks_create(&st, 2);
 	if (!err)
-		err = prof_stacks_add(st, 1, f, 1, v);
+		err = prof_stacks_add(st, 1, f, 2, v);
 	if (!err)
 		err = proc_modules_create(&mods, getpid());
 	check(err == 0, "export: a raw stack and a module table (%d)", err);
@@ -920,6 +922,8 @@ static void check_export_errors(void)
 	err = prof_export(st, mods, NULL, &o, &b);
 	check(err == 0 && b && prof_sample_count(b) == 1,
 	      "export: an unknown thread (-ENOENT) is a sample without labels (%d)", err);
+	check(err == 0 && b && prof_location_count(b) == 1,
+	      "export: a caller frame at return address 1 is left out, not a failed export");
 	prof_builder_destroy(b);
 	b = NULL;
 	fail = -ENOMEM;
