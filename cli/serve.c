@@ -211,76 +211,82 @@ static enum end_reason wait_for_end(struct serve_ctx *c, int sfd, int pidfd, int
 	}
 }
 
-int cmd_serve(int argc, char **argv)
+/* The command line into c.  Returns CPROF_EXIT_OK or the exit code. */
+static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const char **listen_spec)
 {
-	struct serve_ctx c = { .listen_fd = -1, .wake_fd = -1 };
 	unsigned long max_seconds = DEFAULT_MAX_SECONDS, max_conn = DEFAULT_CONNECTIONS;
 	unsigned long timeout_s = DEFAULT_TIMEOUT;
-	const char *listen_spec = DEFAULT_LISTEN;
 	const struct cli_option opts[] = {
-		CLI_OPTION_CALLBACK('p', "pid", &c.pid, opt_pid),
-		CLI_OPTION_STRING(0, "listen", &listen_spec),
+		CLI_OPTION_CALLBACK('p', "pid", &c->pid, opt_pid),
+		CLI_OPTION_STRING(0, "listen", listen_spec),
 		CLI_OPTION_ULONG(0, "max-seconds", &max_seconds, 1, MAX_MAX_SECONDS),
 		CLI_OPTION_ULONG(0, "max-connections", &max_conn, 1, 100000),
 		CLI_OPTION_ULONG(0, "timeout", &timeout_s, 1, 3600),
-		CLI_OPTION_CALLBACK('F', "frequency", &c.a, cli_session_opt_hz),
-		CLI_OPTION_CALLBACK(0, "stop", &c.a, cli_session_opt_stop),
-		CLI_OPTION_CALLBACK(0, "stack-size", &c.a, cli_session_opt_stack_size),
-		CLI_OPTION_BOOL('q', "quiet", &c.quiet),
+		CLI_OPTION_CALLBACK('F', "frequency", &c->a, cli_session_opt_hz),
+		CLI_OPTION_CALLBACK(0, "stop", &c->a, cli_session_opt_stop),
+		CLI_OPTION_CALLBACK(0, "stack-size", &c->a, cli_session_opt_stack_size),
+		CLI_OPTION_BOOL('q', "quiet", &c->quiet),
 		CLI_OPTION_END,
 	};
 	enum cli_parse_result r;
-	struct hub_opts ho;
-	struct hub_totals t;
-	unsigned long long served;
-	sigset_t mask;
-	char why[256], shown[128];
-	bool loopback = true;
-	int code, ret, gai, first, sfd = -1, pidfd = -1, sig = 0;
-	enum end_reason end;
+	char why[256];
+	int first;
 
-	cli_session_defaults(&c.a);
+	cli_session_defaults(&c->a);
 	r = cli_parse_options(&serve_line, opts, argc, argv, &first);
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
-	if (!c.pid) {
+	if (!c->pid) {
 		cli_error("serve: which process? give its pid with -p PID");
 		return CPROF_EXIT_USAGE;
 	}
-	c.max_seconds = (unsigned)max_seconds;
-	c.max_connections = (unsigned)max_conn;
-	c.timeout_s = (unsigned)timeout_s;
-	if (cli_attach_obstacle(c.pid, 0, why, sizeof(why))) {
-		cli_error("cannot serve pid %d: %s", (int)c.pid, why);
+	c->max_seconds = (unsigned)max_seconds;
+	c->max_connections = (unsigned)max_conn;
+	c->timeout_s = (unsigned)timeout_s;
+	if (cli_attach_obstacle(c->pid, 0, why, sizeof(why))) {
+		cli_error("cannot serve pid %d: %s", (int)c->pid, why);
 		return CPROF_EXIT_FATAL;
 	}
-	ret = listen_on(listen_spec, &loopback, shown, sizeof(shown),
-			&gai);
+	return CPROF_EXIT_OK;
+}
+
+/* Binds c->listen_fd, warning when it is not loopback.  Returns an exit code. */
+static int open_listener(struct serve_ctx *c, const char *listen_spec, char *shown, size_t size)
+{
+	bool loopback = true;
+	int ret, gai;
+
+	ret = listen_on(listen_spec, &loopback, shown, size, &gai);
 	if (ret == -EINVAL) {
 		cli_error("cannot listen on '%s': %s (give ADDR:PORT, e.g. 127.0.0.1:6060)",
-			  listen_spec,
-			  gai ? gai_strerror(gai) : "not an address and port");
+			  listen_spec, gai ? gai_strerror(gai) : "not an address and port");
 		return CPROF_EXIT_USAGE;
 	}
 	if (ret < 0) {
-		cli_error("cannot listen on '%s': %s%s", listen_spec,
-			  strerror(-ret),
+		cli_error("cannot listen on '%s': %s%s", listen_spec, strerror(-ret),
 			  ret == -EADDRINUSE ? " (another server has that port: pick another with --listen)" :
 			  ret == -EACCES ? " (ports below 1024 need privileges)" : "");
 		return CPROF_EXIT_FATAL;
 	}
-	c.listen_fd = ret;
+	c->listen_fd = ret;
 	if (!loopback)
 		cli_error("warning: listening on %s, not loopback: every host that can reach it "
 			  "can profile pid %d, read its function names and stacks, and make cprof "
-			  "stop its threads; there is no authentication", shown, (int)c.pid);
+			  "stop its threads; there is no authentication", shown, (int)c->pid);
+	return CPROF_EXIT_OK;
+}
 
-	/*
-	 * Blocked before any thread exists, so that every thread inherits it:
-	 * the signals are read here (signalfd) or, while a session runs, by
-	 * the session, which then says so through wake_fd.  A client that
-	 * hangs up is an EPIPE on its socket, never a SIGPIPE.
-	 */
+/*
+ * Blocks the stop signals before any thread exists, so that every thread
+ * inherits the mask: the signals are read here (the returned signalfd) or,
+ * while a session runs, by the session, which then says so through
+ * c->wake_fd.  A client that hangs up is an EPIPE on its socket, never a
+ * SIGPIPE.  Returns the signalfd, or -1 with errno set.
+ */
+static int block_stop_signals(struct serve_ctx *c)
+{
+	sigset_t mask;
+
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGINT);
@@ -289,11 +295,52 @@ int cmd_serve(int argc, char **argv)
 	sigaddset(&mask, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	sigdelset(&mask, SIGCHLD);
+	c->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (c->wake_fd < 0)
+		return -1;
 	/* Non-blocking: a running session's signalfd may take the signal
 	 * this one was woken for. */
-	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	c.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (sfd < 0 || c.wake_fd < 0) {
+	return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+/* Says why serve ended.  Returns the exit code. */
+static int report_end(struct serve_ctx *c, enum end_reason end, int sig)
+{
+	struct hub_totals t;
+	unsigned long long served;
+
+	hub_totals(c->hub, &t);
+	served = t.windows[SAMPLER_CPU] + t.windows[SAMPLER_WALL];
+	if (end == END_TARGET)
+		fprintf(stderr, "cprof: pid %d exited; serve ends (profiles served: %llu)\n",
+			(int)c->pid, served);
+	else if (end == END_SIGNAL)
+		fprintf(stderr, "cprof: %s received; serve ends (profiles served: %llu)\n",
+			sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" :
+			sig == SIGHUP ? "SIGHUP" : "a stop signal", served);
+	else {
+		cli_error("cannot wait for the end of serve: %s", strerror(errno));
+		return CPROF_EXIT_FATAL;
+	}
+	return c->sampling_failed ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_ctx c = { .listen_fd = -1, .wake_fd = -1 };
+	const char *listen_spec = DEFAULT_LISTEN;
+	struct hub_opts ho;
+	char shown[128];
+	int code, ret, sfd = -1, pidfd = -1, sig = 0;
+	enum end_reason end;
+
+	code = parse_serve_args(&c, argc, argv, &listen_spec);
+	if (code == CPROF_EXIT_OK)
+		code = open_listener(&c, listen_spec, shown, sizeof(shown));
+	if (code != CPROF_EXIT_OK)
+		return code;
+	sfd = block_stop_signals(&c);
+	if (sfd < 0) {
 		cli_error("cannot set up serve: %s", strerror(errno));
 		code = CPROF_EXIT_FATAL;
 		goto close_fds;
@@ -326,20 +373,7 @@ int cmd_serve(int argc, char **argv)
 	end = wait_for_end(&c, sfd, pidfd, &sig);
 	hub_shutdown(c.hub);
 	serve_http_stop(&c, DRAIN_NS);
-	hub_totals(c.hub, &t);
-	code = c.sampling_failed ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
-	served = t.windows[SAMPLER_CPU] + t.windows[SAMPLER_WALL];
-	if (end == END_TARGET)
-		fprintf(stderr, "cprof: pid %d exited; serve ends (profiles served: %llu)\n",
-			(int)c.pid, (unsigned long long)served);
-	else if (end == END_SIGNAL)
-		fprintf(stderr, "cprof: %s received; serve ends (profiles served: %llu)\n",
-			sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" :
-			sig == SIGHUP ? "SIGHUP" : "a stop signal", (unsigned long long)served);
-	else {
-		cli_error("cannot wait for the end of serve: %s", strerror(errno));
-		code = CPROF_EXIT_FATAL;
-	}
+	code = report_end(&c, end, sig);
 destroy_hub:
 	if (c.daemon)
 		serve_http_stop(&c, 0);
