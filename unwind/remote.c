@@ -675,19 +675,9 @@ static int leave_vdso_stack(struct remote_unwinder *u, unw_cursor_t *c, uint64_t
 	return unw_init_remote(c, u->as, u) < 0 ? -1 : 0;
 }
 
-static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
-		   size_t max, enum remote_end *end, uint64_t *fail_sp)
+/* Readies u for a walk of s. */
+static void walk_begin(struct remote_unwinder *u, const struct snap *s)
 {
-	enum roots_kind kind;
-	size_t start_frames = 0;	/* frames up to the last C thread start seen */
-	unw_cursor_t c;
-	unw_word_t ip;
-	size_t n = 0;
-	int ret, was_signal;
-
-	*end = REMOTE_END_ERROR;
-	if (!max)
-		return 0;
 	u->snap = s;
 	u->stack_map = proc_maps_find(u->maps, s->stack_start);
 	u->hit_end_of_snapshot = false;
@@ -696,7 +686,122 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 	u->rbp_probed = false;
 	u->parked_lo = u->parked_hi = 0;
 	u->in_signal_ctx = u->start_from_sig_regs;
+}
+
+/* Why a step that returned ret (< 0, or ip 0) ended the walk at c. */
+static enum remote_end step_failure(struct remote_unwinder *u, unw_cursor_t *c, int ret,
+				    unw_word_t ip, uint64_t *fail_sp)
+{
+	if (u->missing_reg) {
+		unw_get_reg(c, UNW_REG_SP, fail_sp);
+		return REMOTE_END_NEED_REGS;
+	}
+	if (u->hit_end_of_snapshot || u->snap->stack_len == 0)
+		return REMOTE_END_TRUNCATED;
+	if (u->bad_memory)
+		return REMOTE_END_BAD_MEMORY;
+	if (ret == -UNW_EBADFRAME)
+		return REMOTE_END_BAD_FRAME;
+	if (ret == -UNW_ENOINFO || ip == 0)
+		return ip == 0 && ret > 0 && !u->step_without_cfi ?
+			REMOTE_END_COMPLETE : REMOTE_END_NO_INFO;
+	return REMOTE_END_ERROR;
+}
+
+/*
+ * The frame at ip may switch stacks (Go's vdso calls and cgo calls):
+ * follows the switch, adding the caller's frame when there is one.
+ * Returns the root kind of the frame the walk is now at, or -1 with *end
+ * set when the switch ends the walk.
+ */
+static int follow_stack_switch(struct remote_unwinder *u, unw_cursor_t *c, unw_word_t ip,
+			       bool was_signal, struct prof_frame *frames, size_t *n, size_t max,
+			       enum remote_end *end, uint64_t *fail_sp)
+{
+	enum roots_kind kind = root_kind(u, ip, was_signal);
+
+	if (kind == ROOTS_VDSO_CALLER && !was_signal && leave_vdso_stack(u, c, ip) < 0) {
+		if (u->missing_reg) {
+			*end = REMOTE_END_NEED_REGS;
+			unw_get_reg(c, UNW_REG_SP, fail_sp);
+			return -1;
+		}
+		if (u->hit_end_of_snapshot) {
+			/* The goroutine's stack was not copied. */
+			*end = REMOTE_END_TRUNCATED;
+			return -1;
+		}
+	}
+	if (kind == ROOTS_CGO_SWITCH && *n < max && (ip = enter_cgo_caller(u, c))) {
+		/* Continued on the goroutine's stack. */
+		put_frame(u, &frames[(*n)++], ip, false);
+		kind = root_kind(u, ip, false);
+	}
+	return kind;
+}
+
+/*
+ * One step of the walk from c, adding the caller's frame(s).  Returns 1 to
+ * go on, 0 when the walk ended (*end set); *kind is the new frame's root kind.
+ */
+static int walk_step(struct remote_unwinder *u, unw_cursor_t *c, struct prof_frame *frames,
+		     size_t *n, size_t max, enum roots_kind *kind, enum remote_end *end,
+		     uint64_t *fail_sp)
+{
+	int ret, was_signal, k;
+	unw_word_t ip;
+
+	was_signal = unw_is_signal_frame(c) > 0;
+	u->step_without_cfi = false;
+	ret = unw_step(c);
+	if (ret == 0) {
+		/* libunwind ends a walk both where CFI marks the outermost
+		 * frame and where its frame-pointer guess finds a null %rbp:
+		 * only the first is an end. */
+		*end = u->step_without_cfi ? REMOTE_END_NO_INFO : REMOTE_END_COMPLETE;
+		return 0;
+	}
+	if (ret < 0 || unw_get_reg(c, UNW_REG_IP, &ip) < 0 || ip == 0) {
+		*end = step_failure(u, c, ret, ip, fail_sp);
+		return 0;
+	}
+	if (is_restorer(u, ip)) {
+		/* A signal frame: go on from the interrupted code. */
+		put_frame(u, &frames[(*n)++], ip, true);
+		if (enter_signal_context(u, c) < 0) {
+			*end = u->hit_end_of_snapshot ? REMOTE_END_TRUNCATED : REMOTE_END_BAD_MEMORY;
+			return 0;
+		}
+		if (*n == max) {
+			*end = REMOTE_END_MAX_FRAMES;
+			return 0;
+		}
+		ip = u->sig_regs.rip;
+		was_signal = 1;
+	}
+	/* The frame interrupted by a signal resumes at its exact pc; every
+	 * other caller's ip is a return address. */
+	put_frame(u, &frames[(*n)++], ip, was_signal);
+	k = follow_stack_switch(u, c, ip, was_signal, frames, n, max, end, fail_sp);
+	if (k < 0)
+		return 0;
+	*kind = k;
+	return 1;
+}
+
+static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
+		   size_t max, enum remote_end *end, uint64_t *fail_sp)
+{
+	enum roots_kind kind;
+	size_t start_frames = 0;	/* frames up to the last C thread start seen */
+	unw_cursor_t c;
+	size_t n = 0;
+
+	*end = REMOTE_END_ERROR;
 	*fail_sp = 0;
+	if (!max)
+		return 0;
+	walk_begin(u, s);
 	put_frame(u, &frames[n++], snap_pc(s), true);
 	kind = root_kind(u, snap_pc(s), true);
 	if (kind == ROOTS_THREAD) {
@@ -715,86 +820,18 @@ static size_t walk(struct remote_unwinder *u, const struct snap *s, struct prof_
 			*end = REMOTE_END_MAX_FRAMES;
 			break;
 		}
-		was_signal = unw_is_signal_frame(&c) > 0;
-		u->step_without_cfi = false;
-		ret = unw_step(&c);
-		if (ret == 0) {
-			/* libunwind ends a walk both where CFI marks the
-			 * outermost frame and where its frame-pointer guess
-			 * finds a null %rbp: only the first is an end. */
-			*end = u->step_without_cfi ? REMOTE_END_NO_INFO : REMOTE_END_COMPLETE;
+		if (!walk_step(u, &c, frames, &n, max, &kind, end, fail_sp))
 			break;
-		}
-		if (ret < 0 || unw_get_reg(&c, UNW_REG_IP, &ip) < 0 || ip == 0) {
-			if (u->missing_reg) {
-				*end = REMOTE_END_NEED_REGS;
-				unw_get_reg(&c, UNW_REG_SP, fail_sp);
-			}
-			else if (u->hit_end_of_snapshot || s->stack_len == 0)
-				*end = REMOTE_END_TRUNCATED;
-			else if (u->bad_memory)
-				*end = REMOTE_END_BAD_MEMORY;
-			else if (ret == -UNW_EBADFRAME)
-				*end = REMOTE_END_BAD_FRAME;
-			else if (ret == -UNW_ENOINFO || ip == 0)
-				*end = ip == 0 && ret > 0 && !u->step_without_cfi ?
-					REMOTE_END_COMPLETE : REMOTE_END_NO_INFO;
-			else
-				*end = REMOTE_END_ERROR;
-			break;
-		}
-		if (is_restorer(u, ip)) {
-			/* A signal frame: go on from the interrupted code. */
-			put_frame(u, &frames[n++], ip, true);
-			if (enter_signal_context(u, &c) < 0) {
-				*end = u->hit_end_of_snapshot ? REMOTE_END_TRUNCATED :
-					REMOTE_END_BAD_MEMORY;
-				break;
-			}
-			if (n == max) {
-				*end = REMOTE_END_MAX_FRAMES;
-				break;
-			}
-			ip = u->sig_regs.rip;
-			was_signal = 1;
-		}
-		/* The frame interrupted by a signal resumes at its exact pc;
-		 * every other caller's ip is a return address. */
-		put_frame(u, &frames[n++], ip, was_signal);
-		kind = root_kind(u, ip, was_signal);
-		if (kind == ROOTS_VDSO_CALLER && !was_signal && leave_vdso_stack(u, &c, ip) < 0) {
-			if (u->missing_reg) {
-				*end = REMOTE_END_NEED_REGS;
-				unw_get_reg(&c, UNW_REG_SP, fail_sp);
-				goto out;
-			}
-			if (u->hit_end_of_snapshot) {
-				/* The goroutine's stack was not copied. */
-				*end = REMOTE_END_TRUNCATED;
-				goto out;
-			}
-		}
-		if (kind == ROOTS_CGO_SWITCH && n < max && (ip = enter_cgo_caller(u, &c))) {
-			/* Continued on the goroutine's stack. */
-			put_frame(u, &frames[n++], ip, false);
-			kind = root_kind(u, ip, false);
-		}
-		switch (kind) {
-		case ROOTS_THREAD:
+		if (kind == ROOTS_THREAD) {
 			*end = REMOTE_END_COMPLETE;
-			goto out;
-		case ROOTS_SWITCH:
-		case ROOTS_CGO_SWITCH:
-			*end = REMOTE_END_GO_SWITCH;
-			goto out;
-		case ROOTS_START:
-			start_frames = n;
-			break;
-		case ROOTS_NONE:
-		case ROOTS_CGO_CALLER:
-		case ROOTS_VDSO_CALLER:
 			break;
 		}
+		if (kind == ROOTS_SWITCH || kind == ROOTS_CGO_SWITCH) {
+			*end = REMOTE_END_GO_SWITCH;
+			break;
+		}
+		if (kind == ROOTS_START)
+			start_frames = n;
 	}
 out:
 	/* A walk that failed above a C thread's start function reached the
