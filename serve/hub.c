@@ -312,7 +312,10 @@ static void on_progress(const struct sampler_stats *st, void *arg)
 
 /* ---- the runner thread ---------------------------------------------------- */
 
-static void run_session(struct hub *h, enum sampler_mode mode)
+/* Runs one sampling session into *final.  Returns its result; *sp is the
+ * sampler (NULL if none could be made), for the caller to destroy. */
+static int sample_session(struct hub *h, enum sampler_mode mode, struct sampler **sp,
+			  struct sampler_stats *final)
 {
 	struct sampler_opts so = {
 		.pid = h->o.pid,
@@ -327,26 +330,34 @@ static void run_session(struct hub *h, enum sampler_mode mode)
 		.sink = on_sample,
 		.sink_arg = h,
 	};
-	struct sampler_stats *final;
-	struct hub_window *w, *list, *late = NULL;
-	struct sampler *s = NULL;
-	bool keep_pending;
 	int ret;
 
-	final = calloc(1, sizeof(*final));
+	*sp = NULL;
 	if (!final)
-		ret = -ENOMEM;
-	else
-		ret = sampler_create(&s, &so);
-	if (ret == 0) {
-		pthread_mutex_lock(&h->mu);
-		h->s = s;
-		if (h->shutdown)
-			sampler_stop(s);
-		pthread_mutex_unlock(&h->mu);
-		ret = sampler_session(s);
-		*final = *sampler_get_stats(s);
-	}
+		return -ENOMEM;
+	ret = sampler_create(sp, &so);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&h->mu);
+	h->s = *sp;
+	if (h->shutdown)
+		sampler_stop(*sp);
+	pthread_mutex_unlock(&h->mu);
+	ret = sampler_session(*sp);
+	*final = *sampler_get_stats(*sp);
+	return ret;
+}
+
+/*
+ * The session is over: takes the windows that end with it, the active ones
+ * then, unless another session will serve them, those opened meanwhile.
+ * Returns them as one list.
+ */
+static struct hub_window *take_ending_windows(struct hub *h, const struct sampler_stats *final,
+					      int ret)
+{
+	struct hub_window *list, *late = NULL;
+	bool keep_pending;
 
 	pthread_mutex_lock(&h->mu);
 	h->s = NULL;
@@ -365,7 +376,6 @@ static void run_session(struct hub *h, enum sampler_mode mode)
 	}
 	pthread_mutex_unlock(&h->mu);
 
-	/* Every window left ends now: the active ones, then the late ones. */
 	for (list = h->active; list && list->next; list = list->next)
 		;
 	if (list)
@@ -374,36 +384,54 @@ static void run_session(struct hub *h, enum sampler_mode mode)
 		h->active = late;
 	list = h->active;
 	h->active = NULL;
-	for (w = list; w; w = w->next) {
-		if (!final || !final->attached) {
-			/* Nothing was sampled: the window says why. */
-			w->err = ret < 0 ? ret : -EIO;
-			w->attach_failed = s != NULL;
-			continue;
-		}
-		if (!w->active) {
-			/* opened as the session ended: an empty window */
-			*w->start = *final;
-			w->active = true;
-		}
-		if (!w->end) {
-			/* The process may have left mid-window: what was
-			 * sampled is kept, as attach keeps it. */
-			w->target_exited = final->target_exited;
-			if (window_end(w, final) < 0)
-				w->err = -ENOMEM;
-		} else {
-			/* It ended the session (the last window): the
-			 * fractions the tracer gave at release are exact. */
-			w->end->tracer.stopped_fraction_max = final->tracer.stopped_fraction_max;
-			w->end->tracer.stopped_fraction_sum = final->tracer.stopped_fraction_sum;
-			w->end->tracer.stopped_fraction_threads =
-				final->tracer.stopped_fraction_threads;
-		}
-		if (!w->client_gone && client_gone(w))
-			w->client_gone = true;
-		window_build(h, s, w);
+	return list;
+}
+
+/* Closes window w at the end of the session that final describes. */
+static void end_window(struct hub *h, struct sampler *s, struct hub_window *w,
+		       const struct sampler_stats *final, int ret)
+{
+	if (!final || !final->attached) {
+		/* Nothing was sampled: the window says why. */
+		w->err = ret < 0 ? ret : -EIO;
+		w->attach_failed = s != NULL;
+		return;
 	}
+	if (!w->active) {
+		/* opened as the session ended: an empty window */
+		*w->start = *final;
+		w->active = true;
+	}
+	if (!w->end) {
+		/* The process may have left mid-window: what was sampled is
+		 * kept, as attach keeps it. */
+		w->target_exited = final->target_exited;
+		if (window_end(w, final) < 0)
+			w->err = -ENOMEM;
+	} else {
+		/* It ended the session (the last window): the fractions the
+		 * tracer gave at release are exact. */
+		w->end->tracer.stopped_fraction_max = final->tracer.stopped_fraction_max;
+		w->end->tracer.stopped_fraction_sum = final->tracer.stopped_fraction_sum;
+		w->end->tracer.stopped_fraction_threads = final->tracer.stopped_fraction_threads;
+	}
+	if (!w->client_gone && client_gone(w))
+		w->client_gone = true;
+	window_build(h, s, w);
+}
+
+static void run_session(struct hub *h, enum sampler_mode mode)
+{
+	struct sampler_stats *final = calloc(1, sizeof(*final));
+	struct hub_window *w, *list;
+	struct sampler *s;
+	int ret;
+
+	ret = sample_session(h, mode, &s, final);
+	/* Every window left ends now: the active ones, then the late ones. */
+	list = take_ending_windows(h, final, ret);
+	for (w = list; w; w = w->next)
+		end_window(h, s, w, final, ret);
 	if (h->sym)
 		sym_destroy(h->sym);
 	h->sym = NULL;
