@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* forker: a fork-per-request server, the shape attach --children is for.
  *
- * forker [-k KEEP] [-i INTERVAL_MS] [-w WORK_MS] [-s SECONDS] [-r READYFILE] [-l LOG]
+ * forker [-k KEEP] [-n REQUESTS] [-i INTERVAL_MS] [-w WORK_MS] [-s SECONDS]
+ *        [-r READYFILE] [-l LOG]
  *
  * First starts KEEP (default 1) long-lived children that spin in
  * keeper_spin until SECONDS pass (or SIGUSR2), and prints "keeper: PID"
- * for each.  Then, every INTERVAL_MS
- * (default 100), forks a "request" child that spins in handle_request for
+ * for each.  Then, every INTERVAL_MS (default 100) until SECONDS pass or
+ * REQUESTS (0, the default: no limit) were forked, forks a "request" child that spins in handle_request for
  * WORK_MS (default 150) of its own CPU time and exits 0.  Each request
  * child, before anything else, reads the TracerPid of its /proc/self/status,
  * reads it again once its work is done, and appends one line
@@ -112,15 +113,16 @@ static int reap(int flags, int *bad)
 int main(int argc, char **argv)
 {
 	int keep = 1, interval_ms = 100, work_ms = 150, opt, i, bad = 0, log_fd = -1;
-	unsigned seq = 0;
+	unsigned seq = 0, requests = 0;
 	double seconds = 10;
 	const char *ready = NULL;
 	struct timespec pause;
 	pid_t keepers[64];
 
-	while ((opt = getopt(argc, argv, "k:i:w:s:r:l:")) != -1) {
+	while ((opt = getopt(argc, argv, "k:n:i:w:s:r:l:")) != -1) {
 		switch (opt) {
 		case 'k': keep = atoi(optarg); break;
+		case 'n': requests = (unsigned)atoi(optarg); break;
 		case 'i': interval_ms = atoi(optarg); break;
 		case 'w': work_ms = atoi(optarg); break;
 		case 's': seconds = atof(optarg); break;
@@ -133,8 +135,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: forker [-k KEEP] [-i INTERVAL_MS] [-w WORK_MS] "
-					"[-s SECONDS] [-r READYFILE] [-l LOG]\n");
+			fprintf(stderr, "usage: forker [-k KEEP] [-n REQUESTS] [-i INTERVAL_MS] "
+					"[-w WORK_MS] [-s SECONDS] [-r READYFILE] [-l LOG]\n");
 			return 2;
 		}
 	}
@@ -162,7 +164,7 @@ int main(int argc, char **argv)
 	}
 	pause.tv_sec = interval_ms / 1000;
 	pause.tv_nsec = (long)(interval_ms % 1000) * 1000000L;
-	while (!target_past_deadline()) {
+	while (!target_past_deadline() && (!requests || seq < requests)) {
 		pid_t p;
 
 		seq++;
