@@ -45,6 +45,19 @@ struct hub {
 
 /* ---- statistics ----------------------------------------------------------- */
 
+/* The counters that a window takes as a difference and the finished
+ * sessions as a sum, each applied as X(field). */
+#define HUB_COUNTERS(X)							\
+	X(ticks) X(ticks_missed) X(samples) X(samples_reused)		\
+	X(samples_unstopped) X(value_ns) X(elapsed_ns) X(cprof_cpu_ns)	\
+	X(tracer.stops) X(tracer.stop_ns_total)				\
+	X(tracer.signals_reinjected) X(tracer.syscalls_restarted)	\
+	X(tracer.interrupts_expired) X(tracer.group_stops) X(tracer.execs)
+
+/* The same for the arrays of counters, each applied as X(array, length). */
+#define HUB_COUNTER_ARRAYS(X)						\
+	X(ends, REMOTE_END_ERROR + 1) X(tracer.stop_hist, TRACER_HIST_BUCKETS)
+
 /* d = b - a for the counters; the rest as b has it.  The window's largest
  * stop is not known exactly: the upper bound of its highest histogram
  * bucket, capped by the session's largest. */
@@ -55,26 +68,11 @@ static void stats_window(struct sampler_stats *d, const struct sampler_stats *a,
 	uint64_t bound;
 
 	*d = *b;
-#define SUB(f) (d->f = b->f - a->f)
-	SUB(ticks);
-	SUB(ticks_missed);
-	SUB(samples);
-	SUB(samples_reused);
-	SUB(samples_unstopped);
-	SUB(value_ns);
-	SUB(elapsed_ns);
-	SUB(cprof_cpu_ns);
-	for (i = 0; i <= REMOTE_END_ERROR; i++)
-		SUB(ends[i]);
-	SUB(tracer.stops);
-	SUB(tracer.stop_ns_total);
-	for (i = 0; i < TRACER_HIST_BUCKETS; i++)
-		SUB(tracer.stop_hist[i]);
-	SUB(tracer.signals_reinjected);
-	SUB(tracer.syscalls_restarted);
-	SUB(tracer.interrupts_expired);
-	SUB(tracer.group_stops);
-	SUB(tracer.execs);
+#define SUB(f) d->f = b->f - a->f;
+#define SUB_ARRAY(f, n) for (i = 0; i < (n); i++) SUB(f[i])
+	HUB_COUNTERS(SUB)
+	HUB_COUNTER_ARRAYS(SUB_ARRAY)
+#undef SUB_ARRAY
 #undef SUB
 	d->start_realtime_ns = b->start_realtime_ns + a->elapsed_ns;
 	bound = d->tracer.stops ? tracer_stop_percentile(&d->tracer, 100) : 0;
@@ -87,29 +85,14 @@ static void stats_add(struct sampler_stats *d, const struct sampler_stats *b)
 {
 	size_t i;
 
-#define ADD(f) (d->f += b->f)
-	ADD(ticks);
-	ADD(ticks_missed);
-	ADD(samples);
-	ADD(samples_reused);
-	ADD(samples_unstopped);
-	ADD(value_ns);
-	ADD(elapsed_ns);
-	ADD(cprof_cpu_ns);
-	for (i = 0; i <= REMOTE_END_ERROR; i++)
-		ADD(ends[i]);
-	ADD(tracer.stops);
-	ADD(tracer.stop_ns_total);
-	for (i = 0; i < TRACER_HIST_BUCKETS; i++)
-		ADD(tracer.stop_hist[i]);
-	ADD(tracer.stopped_fraction_sum);
-	ADD(tracer.stopped_fraction_threads);
-	ADD(tracer.signals_reinjected);
-	ADD(tracer.syscalls_restarted);
-	ADD(tracer.interrupts_expired);
-	ADD(tracer.group_stops);
-	ADD(tracer.execs);
-	ADD(tracer.threads_seen);
+#define ADD(f) d->f += b->f;
+#define ADD_ARRAY(f, n) for (i = 0; i < (n); i++) ADD(f[i])
+	HUB_COUNTERS(ADD)
+	HUB_COUNTER_ARRAYS(ADD_ARRAY)
+	ADD(tracer.stopped_fraction_sum)
+	ADD(tracer.stopped_fraction_threads)
+	ADD(tracer.threads_seen)
+#undef ADD_ARRAY
 #undef ADD
 	if (b->tracer.stop_ns_max > d->tracer.stop_ns_max)
 		d->tracer.stop_ns_max = b->tracer.stop_ns_max;
