@@ -34,28 +34,17 @@ SECS=${GO_UNWIND_SECS:-3}
 HZ=100
 CPROF="$BUILD/cprof"
 GO=${GO:-go}
-die() { echo "go-unwind: $*" >&2; exit 1; }
+ME=go-unwind
+. "$HERE/lib.sh"
 
 [ -x "$CPROF" ] || die "no cprof in '$BUILD' (give the build directory as the first argument)"
-case $RUNS in ''|*[!0-9]*|0) die "GO_UNWIND_RUNS must be a positive number, not '$RUNS'" ;; esac
-case $SECS in ''|*[!0-9]*|0) die "GO_UNWIND_SECS must be a positive number of seconds, not '$SECS'" ;; esac
+bench_positive GO_UNWIND_RUNS "$RUNS"
+bench_positive GO_UNWIND_SECS "$SECS" seconds
 command -v gcc >/dev/null || die "gcc is needed to build the C target"
 command -v "$GO" >/dev/null || die "go is needed to build the Go targets"
 command -v python3 >/dev/null || die "python3 is needed to read cprof --json"
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/go-unwind.XXXXXX") || die "cannot create a temporary directory"
-TPID=""
-stop_target() {
-	[ -n "$TPID" ] && kill -KILL "$TPID" 2>/dev/null
-	[ -n "$TPID" ] && wait "$TPID" 2>/dev/null
-	TPID=""
-}
-cleanup() {
-	stop_target
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_workdir
 
 gcc -O2 -g -pthread -o "$WORK/stall-target" "$HERE/stall-target.c" 2>"$WORK/gcc.err" ||
 	die "cannot build stall-target: $(cat "$WORK/gcc.err")"

@@ -40,29 +40,18 @@ RUNS=${POOL_RUNS:-3}
 SECS=${POOL_SECS:-5}
 HZ=${POOL_HZ:-100}
 THREADS=1000
-die() { echo "pool: $*" >&2; exit 1; }
+ME=pool
+. "$HERE/lib.sh"
 
 [ -x "$BUILD/cprof" ] || die "no cprof in '$BUILD' (give the build directory as the first argument)"
 [ -z "$BASE" ] || [ -x "$BASE/cprof" ] || die "no cprof in baseline '$BASE'"
-case $RUNS in ''|*[!0-9]*|0) die "POOL_RUNS must be a positive number, not '$RUNS'" ;; esac
-case $SECS in ''|*[!0-9]*|0) die "POOL_SECS must be a positive number of seconds, not '$SECS'" ;; esac
-case $HZ in ''|*[!0-9]*|0) die "POOL_HZ must be a positive number, not '$HZ'" ;; esac
+bench_positive POOL_RUNS "$RUNS"
+bench_positive POOL_SECS "$SECS" seconds
+bench_positive POOL_HZ "$HZ"
 command -v gcc >/dev/null || die "gcc is needed to build the target"
 command -v python3 >/dev/null || die "python3 is needed to read cprof --json"
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/pool.XXXXXX") || die "cannot create a temporary directory"
-TPID=""
-stop_target() {
-	[ -n "$TPID" ] && kill -KILL "$TPID" 2>/dev/null
-	[ -n "$TPID" ] && wait "$TPID" 2>/dev/null
-	TPID=""
-}
-cleanup() {
-	stop_target
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_workdir
 
 gcc -O2 -g -pthread -I"$HERE/../tests/targets" -o "$WORK/pool" "$HERE/../tests/targets/pool.c" \
 	2>"$WORK/gcc.err" || die "cannot build the pool target: $(cat "$WORK/gcc.err")"

@@ -50,27 +50,16 @@ RUNS=${STOP_TIME_RUNS:-5}
 SECS=${STOP_TIME_SECS:-2}
 HZ=100
 CPROF="$BUILD/cprof"
-die() { echo "stop-time: $*" >&2; exit 1; }
+ME=stop-time
+. "$HERE/lib.sh"
 
 [ -x "$CPROF" ] || die "no cprof in '$BUILD' (give the build directory as the first argument)"
-case $RUNS in ''|*[!0-9]*|0) die "STOP_TIME_RUNS must be a positive number, not '$RUNS'" ;; esac
-case $SECS in ''|*[!0-9]*|0) die "STOP_TIME_SECS must be a positive number of seconds, not '$SECS'" ;; esac
+bench_positive STOP_TIME_RUNS "$RUNS"
+bench_positive STOP_TIME_SECS "$SECS" seconds
 command -v gcc >/dev/null || die "gcc is needed to build the bench programs"
 command -v python3 >/dev/null || die "python3 is needed to read cprof --json"
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/stop-time.XXXXXX") || die "cannot create a temporary directory"
-TPID=""
-stop_target() {
-	[ -n "$TPID" ] && kill -KILL "$TPID" 2>/dev/null
-	[ -n "$TPID" ] && wait "$TPID" 2>/dev/null
-	TPID=""
-}
-cleanup() {
-	stop_target
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_workdir
 
 for prog in ptrace-roundtrip stall-target; do
 	gcc -O2 -g -pthread -o "$WORK/$prog" "$HERE/$prog.c" 2>"$WORK/gcc.err" ||
