@@ -192,72 +192,59 @@ static char *go_build_id_from_notes(Elf_Data *data)
 	return NULL;
 }
 
-/*
- * Reads build-id, bias and PT_GNU_EH_FRAME from the module's file.  A file
- * that is not ELF, or is truncated, leaves the fields at their defaults: the
- * module stays, unsymbolizable.
- */
-static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
+/* Where the program headers say the file is loaded. */
+struct load_facts {
+	bool have_load, have_x_load;
+	uint64_t first_rel;	/* first PT_LOAD's page vaddr - its page offset */
+	uint64_t x_bias;	/* the bias, from the executable segment c maps */
+};
+
+/* The build ids in a PT_NOTE segment, those mod has not found yet. */
+static void read_phdr_notes(Elf *elf, const GElf_Phdr *ph, struct proc_module *mod)
+{
+	Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph->p_offset, ph->p_filesz,
+					   ph->p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
+
+	if (d && !mod->build_id)
+		mod->build_id = build_id_from_notes(d);
+	if (d && !mod->go_build_id)
+		mod->go_build_id = go_build_id_from_notes(d);
+}
+
+static void scan_phdrs(Elf *elf, size_t phnum, struct proc_module *mod,
+		       const struct candidate *c, struct load_facts *lf)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	uint64_t page_mask = ~(uint64_t)((page > 0 ? page : 4096) - 1);
-	bool have_load = false, have_x_load = false;
-	uint64_t first_rel = 0, x_bias = 0;
-	GElf_Ehdr ehdr;
-	size_t phnum;
-	Elf *elf;
 	size_t i;
-
-	elf = elf_begin(mod->fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return;
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
-	    elf_getphdrnum(elf, &phnum) != 0)
-		goto end_elf;
 
 	for (i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(elf, (int)i, &ph))
 			break;
-		if (ph.p_type == PT_LOAD && !have_load) {
-			/*
-			 * The loader maps the first segment from its page at
-			 * file offset 0 (base): bias = base - that page's vaddr.
-			 */
-			first_rel = (ph.p_vaddr & page_mask) - (ph.p_offset & page_mask);
-			have_load = true;
+		if (ph.p_type == PT_LOAD && !lf->have_load) {
+			/* The loader maps the first segment from its page at
+			 * file offset 0 (base): bias = base - that page's vaddr. */
+			lf->first_rel = (ph.p_vaddr & page_mask) - (ph.p_offset & page_mask);
+			lf->have_load = true;
 		}
-		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && !have_x_load &&
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && !lf->have_x_load &&
 		    c->text_offset >= (ph.p_offset & page_mask) &&
 		    c->text_offset < ph.p_offset + ph.p_filesz) {
 			/* The same bias, from where the text really is. */
-			x_bias = c->text_start + (ph.p_offset - c->text_offset) -
-				 ph.p_vaddr;
-			have_x_load = true;
+			lf->x_bias = c->text_start + (ph.p_offset - c->text_offset) - ph.p_vaddr;
+			lf->have_x_load = true;
 		}
-		if (ph.p_type == PT_NOTE && (!mod->build_id || !mod->go_build_id)) {
-			Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset,
-							   ph.p_filesz,
-							   ph.p_align == 8 ? ELF_T_NHDR8
-									   : ELF_T_NHDR);
+		if (ph.p_type == PT_NOTE && (!mod->build_id || !mod->go_build_id))
+			read_phdr_notes(elf, &ph, mod);
+	}
+}
 
-			if (d && !mod->build_id)
-				mod->build_id = build_id_from_notes(d);
-			if (d && !mod->go_build_id)
-				mod->go_build_id = go_build_id_from_notes(d);
-		}
-	}
-	if (c->have_base && have_load) {
-		mod->bias = c->base - first_rel;
-	} else if (have_x_load) {
-		/*
-		 * No mapping at offset 0 (seen while the loader is still
-		 * mapping the file): the executable segment is the truth.
-		 */
-		mod->bias = x_bias;
-		mod->base = x_bias + first_rel;
-	}
+/* PT_GNU_EH_FRAME, once the bias is known. */
+static void find_eh_frame_hdr(Elf *elf, size_t phnum, struct proc_module *mod)
+{
+	size_t i;
 
 	for (i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
@@ -267,27 +254,59 @@ static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
 		if (ph.p_type == PT_GNU_EH_FRAME) {
 			mod->eh_frame_hdr = mod->bias + ph.p_vaddr;
 			mod->eh_frame_hdr_len = ph.p_memsz;
-			break;
+			return;
 		}
 	}
+}
 
-	/* Objects without PT_NOTE (rare, hand-made): look at the sections. */
-	if (!mod->build_id) {
-		Elf_Scn *scn = NULL;
+/* Objects without PT_NOTE (rare, hand-made): the build id from the sections. */
+static void read_section_build_id(Elf *elf, struct proc_module *mod)
+{
+	Elf_Scn *scn = NULL;
 
-		while ((scn = elf_nextscn(elf, scn)) && !mod->build_id) {
-			GElf_Shdr sh;
-			Elf_Data *d;
+	while ((scn = elf_nextscn(elf, scn)) && !mod->build_id) {
+		GElf_Shdr sh;
+		Elf_Data *d;
 
-			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-				continue;
-			d = elf_getdata(scn, NULL);
-			if (d &&
-			    (d->d_type == ELF_T_NHDR || d->d_type == ELF_T_NHDR8))
-				mod->build_id = build_id_from_notes(d);
-		}
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (d && (d->d_type == ELF_T_NHDR || d->d_type == ELF_T_NHDR8))
+			mod->build_id = build_id_from_notes(d);
 	}
+}
 
+/*
+ * Reads build-id, bias and PT_GNU_EH_FRAME from the module's file.  A file
+ * that is not ELF, or is truncated, leaves the fields at their defaults: the
+ * module stays, unsymbolizable.
+ */
+static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
+{
+	struct load_facts lf = { 0 };
+	GElf_Ehdr ehdr;
+	size_t phnum;
+	Elf *elf;
+
+	elf = elf_begin(mod->fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return;
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
+	    elf_getphdrnum(elf, &phnum) != 0)
+		goto end_elf;
+
+	scan_phdrs(elf, phnum, mod, c, &lf);
+	if (c->have_base && lf.have_load) {
+		mod->bias = c->base - lf.first_rel;
+	} else if (lf.have_x_load) {
+		/* No mapping at offset 0 (seen while the loader is still
+		 * mapping the file): the executable segment is the truth. */
+		mod->bias = lf.x_bias;
+		mod->base = lf.x_bias + lf.first_rel;
+	}
+	find_eh_frame_hdr(elf, phnum, mod);
+	if (!mod->build_id)
+		read_section_build_id(elf, mod);
 end_elf:
 	elf_end(elf);
 }
@@ -617,68 +636,94 @@ static const struct proc_map *find_base(const struct proc_maps *maps, size_t i)
 	return NULL;
 }
 
-int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
+/*
+ * Groups the executable mappings into file instances, keyed by their base,
+ * into cands (room for maps->n).  Returns how many.
+ */
+static size_t group_candidates(const struct proc_maps *maps, struct candidate *cands)
 {
-	struct candidate *cands;
-	size_t ncands = 0;
-	struct stat exe_st;
-	char exe_buf[4096];
-	const char *exe_path = NULL;
-	bool have_exe;
-	char path[64];
-	ssize_t r;
-	int added = 0, ret;
-	size_t i, k;
+	size_t i, k, ncands = 0;
 
-	cands = calloc(maps->n != 0 ? maps->n : 1, sizeof(*cands));
-	if (!cands)
-		return -ENOMEM;
-
-	/* Group executable mappings into file instances, keyed by their base. */
 	for (i = 0; i < maps->n; i++) {
 		const struct proc_map *m = &maps->v[i];
 		const struct proc_map *b;
 		struct candidate *c = NULL;
 		uint64_t base;
-		bool have_base;
 
 		if (!wanted(m))
 			continue;
 		b = is_vdso(m) ? m : find_base(maps, i);
-		have_base = b;
 		base = b ? b->start : m->start - m->offset;
-		for (k = 0; k < ncands; k++) {
-			if (cands[k].base == base && same_file(cands[k].first_x, m)) {
+		for (k = 0; k < ncands && !c; k++)
+			if (cands[k].base == base && same_file(cands[k].first_x, m))
 				c = &cands[k];
-				break;
-			}
-		}
 		if (!c) {
 			c = &cands[ncands++];
 			c->first_x = m;
 			c->base = base;
-			c->have_base = have_base;
+			c->have_base = b != NULL;
 			c->text_start = m->start;
 			c->text_offset = m->offset;
 		}
 		c->text_end = m->end;
 	}
+	return ncands;
+}
 
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)t->pid);
-	have_exe = stat(path, &exe_st) == 0;
-	r = readlink(path, exe_buf, sizeof(exe_buf) - 1);
-	if (r > 0) {
-		size_t slen = sizeof(" (deleted)") - 1;
+/* The process's executable as /proc/PID/exe names it (without " (deleted)")
+ * into buf, and its identity into *st.  Returns the path or NULL; *have_st
+ * tells whether *st is valid. */
+static const char *read_exe(pid_t pid, char *buf, size_t size, struct stat *st, bool *have_st)
+{
+	const size_t slen = sizeof(" (deleted)") - 1;
+	char path[64];
+	ssize_t r;
 
-		exe_buf[r] = '\0';
-		if ((size_t)r > slen && strcmp(exe_buf + r - slen, " (deleted)") == 0)
-			exe_buf[r - slen] = '\0';
-		exe_path = exe_buf;
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	*have_st = stat(path, st) == 0;
+	r = readlink(path, buf, size - 1);
+	if (r <= 0)
+		return NULL;
+	buf[r] = '\0';
+	if ((size_t)r > slen && strcmp(buf + r - slen, " (deleted)") == 0)
+		buf[r - slen] = '\0';
+	return buf;
+}
+
+/* Candidate c is module e mapped again: marks it mapped, main again after
+ * an exec of the same file, and widens its text to what c covers. */
+static void remap_module(struct mod_entry *e, const struct candidate *c,
+			 const struct stat *exe_st, const char *exe_path)
+{
+	e->pub.mapped = true;
+	if (!e->pub.is_vdso && is_exe(c->first_x, exe_st, exe_path))
+		e->pub.is_main = true;
+	if (c->text_start < e->pub.text_start) {
+		e->pub.text_start = c->text_start;
+		e->pub.text_offset = c->text_offset;
 	}
+	if (c->text_end > e->pub.text_end)
+		e->pub.text_end = c->text_end;
+}
+
+int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
+{
+	struct candidate *cands;
+	size_t i, k, ncands;
+	struct stat exe_st;
+	char exe_buf[4096];
+	const char *exe_path;
+	bool have_exe;
+	int added = 0, ret = 0;
+
+	cands = calloc(maps->n != 0 ? maps->n : 1, sizeof(*cands));
+	if (!cands)
+		return -ENOMEM;
+	ncands = group_candidates(maps, cands);
+	exe_path = read_exe(t->pid, exe_buf, sizeof(exe_buf), &exe_st, &have_exe);
 
 	for (i = 0; i < t->store->n; i++)
 		t->store->mods[i]->pub.mapped = false;
-
 	for (k = 0; k < ncands; k++) {
 		struct candidate *c = &cands[k];
 		struct mod_entry *e = find_entry(t, c->first_x, c->base);
@@ -686,16 +731,7 @@ int proc_modules_update(struct proc_modules *t, const struct proc_maps *maps)
 		if (e) {
 			/* Same file at the same place: the same module again. */
 			c->mod = &e->pub;
-			e->pub.mapped = true;
-			/* An exec of the same file makes it main again. */
-			if (!e->pub.is_vdso && is_exe(c->first_x, have_exe ? &exe_st : NULL, exe_path))
-				e->pub.is_main = true;
-			if (c->text_start < e->pub.text_start) {
-				e->pub.text_start = c->text_start;
-				e->pub.text_offset = c->text_offset;
-			}
-			if (c->text_end > e->pub.text_end)
-				e->pub.text_end = c->text_end;
+			remap_module(e, c, have_exe ? &exe_st : NULL, exe_path);
 			continue;
 		}
 		ret = add_module(t, c, have_exe ? &exe_st : NULL, exe_path);
