@@ -498,26 +498,54 @@ static bool is_function_tag(int tag)
 	       tag == DW_TAG_entry_point;
 }
 
+/* DIEs that hold no code themselves but may hold functions that do. */
+static bool may_hold_scopes(int tag)
+{
+	return tag == DW_TAG_namespace || tag == DW_TAG_module || tag == DW_TAG_class_type ||
+	       tag == DW_TAG_structure_type || tag == DW_TAG_union_type;
+}
+
+/*
+ * The innermost DIE below parent whose ranges hold da (a function, an
+ * inlined call or a lexical block) into *out.  Returns true if there is
+ * one.  Not dwarf_getscopes: once its innermost scope is an inlined call, it
+ * looks for the call's abstract origin in the same CU only; Go's origins
+ * live in other CUs, and libdw 0.188 then fails and leaks the scopes it had
+ * found.  The concrete DIE is all the caller needs.
+ */
+static bool innermost_scope(Dwarf_Die *parent, Dwarf_Addr da, Dwarf_Die *out, int depth)
+{
+	Dwarf_Die child;
+	int r, has;
+
+	if (depth > 64)
+		return false;
+	for (r = dwarf_child(parent, &child); r == 0; r = dwarf_siblingof(&child, &child)) {
+		has = dwarf_haspc(&child, da);
+		if (has > 0) {
+			*out = child;
+			innermost_scope(&child, da, out, depth + 1);
+			return true;
+		}
+		if (has == 0 && may_hold_scopes(dwarf_tag(&child)) &&
+		    innermost_scope(&child, da, out, depth + 1))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The chain of function DIEs at dwarf address da, innermost first, ending at
- * the physical subprogram.  dwarf_getscopes follows the abstract origin after
- * the first inlined function, so the chain is re-walked from the concrete
- * innermost scope with dwarf_getscopes_die (as addr2line and eu-stack do).
+ * the physical subprogram: the scopes around the concrete innermost one
+ * (dwarf_getscopes_die, as addr2line and eu-stack walk them).
  */
 static int inline_chain(Dwarf_Die *cudie, Dwarf_Addr da, Dwarf_Die *fns, int max)
 {
 	Dwarf_Die *scopes = NULL, innermost;
 	int nscopes, n = 0, i, tag;
 
-	nscopes = dwarf_getscopes(cudie, da, &scopes);
-	if (nscopes <= 0) {
-		free(scopes);
+	if (!innermost_scope(cudie, da, &innermost, 0))
 		return 0;
-	}
-	innermost = scopes[0];
-	free(scopes);
-	scopes = NULL;
-
 	nscopes = dwarf_getscopes_die(&innermost, &scopes);
 	for (i = 0; i < nscopes && n < max; i++) {
 		tag = dwarf_tag(&scopes[i]);
