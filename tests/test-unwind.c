@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <ucontext.h>
@@ -357,12 +358,19 @@ NOINLINE static void take_snapshot(void)
 		if (len > own.stack_cap)
 			len = own.stack_cap;
 		/* Copied here, in the frame being described: what lies below
-		 * SP (this function's locals) is not part of the copy. */
-		memcpy(own.stack, (const void *)(uintptr_t)own.regs.rsp, len);
-		own.stack_start = own.regs.rsp;
-		own.stack_len = len;
-		own.tid = gettid();
-		own_ret = 0;
+		 * SP (this function's locals) is not part of the copy.  Copied
+		 * as the tracer copies, by process_vm_readv: the bytes are raw
+		 * stack, AddressSanitizer's redzones included, which a memcpy
+		 * of the live stack would be reported for. */
+		struct iovec local = { own.stack, len };
+		struct iovec remote = { (void *)(uintptr_t)own.regs.rsp, len };
+
+		if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len) {
+			own.stack_start = own.regs.rsp;
+			own.stack_len = len;
+			own.tid = gettid();
+			own_ret = 0;
+		}
 	}
 	proc_maps_free(&maps);
 	KEEP_FRAME();
