@@ -24,6 +24,7 @@ struct samp_proc {
 	struct proc_maps maps;
 	struct proc_maps stop_maps;	/* read during a stop, for the unwind after it */
 	bool stop_maps_valid;
+	bool stop_maps_taken;	/* this round's snapshots unwind against stop_maps */
 	bool ready;		/* maps and modules read once (procs_refresh) */
 	bool gone;		/* no thread of it is traced any more */
 	bool owns_mods;		/* mods is a view of its own, not the store */

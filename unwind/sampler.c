@@ -317,7 +317,10 @@ static bool needs_maps_retry(const struct samp_proc *p, const struct snap *sn,
 {
 	size_t i;
 
-	if (cprof_now_ns() - p->maps_read_ns < MAPS_MIN_NS)
+	/* Maps read while a thread of this round was stopped know more than
+	 * a read now, after the threads ran on: a library mapped for a moment
+	 * is in them and may be gone since.  Re-read at the next round. */
+	if (p->stop_maps_taken || cprof_now_ns() - p->maps_read_ns < MAPS_MIN_NS)
 		return false;
 	if (sn->sp_unmapped)
 		return true;
@@ -423,8 +426,16 @@ static int process_snaps(struct sampler *s)
 	for (i = 0; i < s->n_snaps; i++) {
 		struct samp_proc *p = snap_proc(s, &s->snaps[i]);
 
-		if (p && p->stop_maps_valid && p->unwinder)
+		if (p)
+			p->stop_maps_taken = false;
+	}
+	for (i = 0; i < s->n_snaps; i++) {
+		struct samp_proc *p = snap_proc(s, &s->snaps[i]);
+
+		if (p && p->stop_maps_valid && p->unwinder) {
 			procs_take_stop_maps(p);
+			p->stop_maps_taken = true;
+		}
 	}
 	for (i = 0; i < s->n_snaps; i++) {
 		struct snap *sn = &s->snaps[i];
