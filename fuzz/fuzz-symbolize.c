@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fuzz/fuzz.h"
 #include "symbolize/symbolize.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -51,19 +52,6 @@ static uint64_t word_at(const uint8_t *data, size_t size, size_t off)
 	return v;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct proc_modules *tab;
@@ -78,7 +66,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fd = memfd_create("fuzz-elf", MFD_CLOEXEC);
 	if (fd < 0)
 		abort();
-	if (write_all(fd, data, size) < 0)
+	if (fuzz_write_all(fd, data, size) < 0)
 		abort();
 
 	memset(&mod, 0, sizeof(mod));

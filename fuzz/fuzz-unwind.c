@@ -18,6 +18,7 @@
 
 #include <libunwind.h>
 
+#include "fuzz/fuzz.h"
 #include "process/modules.h"
 #include "unwind/debug_frame.h"
 #include "unwind/gopclntab.h"
@@ -42,19 +43,6 @@ static unw_accessors_t accessors = {
 	.access_reg = no_reg,
 };
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-
-		if (w <= 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static unw_addr_space_t as;
@@ -67,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!as && !(as = unw_create_addr_space(&accessors, 0)))
 		abort();
 	fd = memfd_create("fuzz-unwind", MFD_CLOEXEC);
-	if (fd < 0 || write_all(fd, data, size) < 0)
+	if (fd < 0 || fuzz_write_all(fd, data, size) < 0)
 		abort();
 	memset(&mod, 0, sizeof(mod));
 	mod.id = 1;
