@@ -202,14 +202,22 @@ static void window_done(struct hub *h, struct hub_window *w)
 	h->o.done(w, h->o.arg);
 }
 
+/* Takes the windows waiting for a session; h->mu held. */
+static struct hub_window *take_pending(struct hub *h)
+{
+	struct hub_window *list = h->pending;
+
+	h->pending = NULL;
+	return list;
+}
+
 /* Moves the pending windows to active, starting at st.  Session side. */
 static void activate_pending(struct hub *h, const struct sampler_stats *st)
 {
 	struct hub_window *w, *list;
 
 	pthread_mutex_lock(&h->mu);
-	list = h->pending;
-	h->pending = NULL;
+	list = take_pending(h);
 	pthread_mutex_unlock(&h->mu);
 	while (list) {
 		w = list;
@@ -353,10 +361,8 @@ static struct hub_window *take_ending_windows(struct hub *h, const struct sample
 	 * unless there will be none. */
 	keep_pending = final && ret == 0 && !h->shutdown && !final->target_exited &&
 		       !final->stop_requested;
-	if (!keep_pending) {
-		late = h->pending;
-		h->pending = NULL;
-	}
+	if (!keep_pending)
+		late = take_pending(h);
 	pthread_mutex_unlock(&h->mu);
 
 	for (list = h->active; list && list->next; list = list->next)
@@ -442,8 +448,7 @@ static void *runner_main(void *arg)
 			pthread_cond_wait(&h->cond, &h->mu);
 		if (h->shutdown) {
 			/* Never attach for a server that is going away. */
-			list = h->pending;
-			h->pending = NULL;
+			list = take_pending(h);
 			pthread_mutex_unlock(&h->mu);
 			while (list) {
 				w = list;
