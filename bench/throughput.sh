@@ -23,6 +23,11 @@
 #   ptrace 1000/thread     ... --stop thread
 #   inproc 100             cprof record --inproc -F 100 ...
 #   inproc 1000            cprof record --inproc -F 1000 ...
+#   perf 100/fp            perf record -F 100 -g -- ... (frame pointers)
+#   perf 100/dwarf         perf record -F 100 --call-graph dwarf -- ...
+#   perf 1000/fp, perf 1000/dwarf   the same at 1000 Hz
+# (the perf rows only when perf is installed and may record: see
+# perf_event_paranoid; PERF=no leaves them out).
 # Per variant: median units/s, min and max, loss % of the unprofiled median
 # of this run, and for ptrace the difference in points from inproc at the
 # same rate (positive: ptrace loses more).  The target also reads its busy
@@ -30,8 +35,9 @@
 # ("loss/cpu": insensitive to other jobs taking the CPUs, and to time spent
 # stopped; it keeps what a signal handler costs and cache effects), and
 # "cpu share" (their CPU time / (wall x 2)) shows how contended the run was.
-# For ptrace also cprof's own figures from --json (CPU, samples, missed
-# ticks, stop p50, stopped fraction).
+# For ptrace also cprof's own figures from --json (CPU, CPU per sample,
+# samples, missed ticks, stop p50, stopped fraction), and a table of cprof's
+# loss against perf's at the same rate, in points.
 #
 # Figures only: it never fails on a timing.  Exit status 1 only on a real
 # error (no cprof, no gcc, a run failed).
@@ -51,6 +57,11 @@ case $ROUNDS in ''|*[!0-9]*|0) die "THROUGHPUT_ROUNDS must be a positive number,
 case $SECS in ''|*[!0-9]*|0) die "THROUGHPUT_SECS must be a positive number of seconds, not '$SECS'" ;; esac
 command -v gcc >/dev/null || die "gcc is needed to build bench/throughput-target.c"
 command -v python3 >/dev/null || die "python3 is needed to read cprof --json"
+PERF=${PERF:-perf}
+if [ "$PERF" != no ] && ! command -v "$PERF" >/dev/null; then
+	echo "throughput: no perf: the perf rows are left out" >&2
+	PERF=no
+fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/throughput.XXXXXX") || die "cannot create a temporary directory"
 trap 'rm -rf "$WORK"' EXIT
@@ -81,6 +92,16 @@ run_variant() {
 		rc=$?
 		[ -s "$WORK/p.pb.gz" ] || die "$v wrote no profile: $(head -c 500 "$WORK/err")"
 		;;
+	perf-*)
+		hz=${v#perf-}
+		local cg=(-g)
+		[ "${hz#*/}" = dwarf ] && cg=(--call-graph dwarf)
+		"$PERF" record -q -F "${hz%/*}" "${cg[@]}" -o "$WORK/perf.data" -- \
+			"${TARGET[@]}" </dev/null >"$WORK/out" 2>"$WORK/err"
+		rc=$?
+		[ -s "$WORK/perf.data" ] || die "$v wrote no perf.data: $(head -c 500 "$WORK/err")"
+		rm -f "$WORK/perf.data"
+		;;
 	esac
 	[ $rc -eq 0 ] || die "$v failed (exit $rc): $(head -c 500 "$WORK/err")"
 	[ -s "$WORK/rate" ] || die "$v: the target wrote no rate: $(head -c 500 "$WORK/err")"
@@ -95,6 +116,15 @@ print(sys.argv[2], " ".join(open(sys.argv[3]).read().split()), d["cprof_cpu_ns"]
 }
 
 VS=(unprofiled ptrace-100/process ptrace-100/thread ptrace-1000/process ptrace-1000/thread inproc-100 inproc-1000)
+if [ "$PERF" != no ]; then
+	# perf must be able to record here: a refusal is a setup matter, said once.
+	if ! "$PERF" record -q -F 100 -g -o "$WORK/perf.data" -- true >/dev/null 2>"$WORK/err"; then
+		echo "throughput: perf record cannot run here, the perf rows are left out: $(head -c 300 "$WORK/err")" >&2
+	else
+		VS+=(perf-100/fp perf-100/dwarf perf-1000/fp perf-1000/dwarf)
+	fi
+	rm -f "$WORK/perf.data"
+fi
 : >"$WORK/runs"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "machine: $(nproc) CPUs, $(uname -sr), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
@@ -113,7 +143,8 @@ done
 python3 - "$WORK/runs" <<'EOF'
 import statistics, sys
 order = ["unprofiled", "ptrace-100/process", "ptrace-100/thread", "ptrace-1000/process",
-         "ptrace-1000/thread", "inproc-100", "inproc-1000"]
+         "ptrace-1000/thread", "inproc-100", "inproc-1000", "perf-100/fp", "perf-100/dwarf",
+         "perf-1000/fp", "perf-1000/dwarf"]
 data = {}
 for line in open(sys.argv[1]):
     f = line.split()
@@ -156,15 +187,35 @@ for v in order:
     if not v.startswith("ptrace-") or v not in data:
         continue
     rows = data[v]
-    print("%-20s per run (median): cprof CPU %.2f%% of one core, samples %d, ticks %d, missed %d, "
-          "stop p50 %.1f us, p99 %.1f us, max stopped fraction of a thread %.4f"
-          % (v.replace("-", " ", 1), med(100.0 * r[4] / r[5] for r in rows), med(r[6] for r in rows),
+    print("%-20s per run (median): cprof CPU %.2f%% of one core, %.1f us per sample, samples %d, "
+          "ticks %d, missed %d, stop p50 %.1f us, p99 %.1f us, max stopped fraction of a thread %.4f"
+          % (v.replace("-", " ", 1), med(100.0 * r[4] / r[5] for r in rows),
+             med(r[4] / 1e3 / r[6] if r[6] else 0.0 for r in rows), med(r[6] for r in rows),
              med(r[7] for r in rows), med(r[8] for r in rows), med(r[9] for r in rows) / 1e3,
              med(r[10] for r in rows) / 1e3, med(r[11] for r in rows)))
 print()
+if any(v.startswith("perf-") for v in data):
+    print("cprof against perf record at the same rate: cprof's loss minus perf's, in points"
+          " (positive: cprof takes more), units/s (units/cpu-s)")
+    fmt2 = "%-7s %-14s %-18s %-18s"
+    print(fmt2 % ("rate", "cprof", "vs perf fp", "vs perf dwarf"))
+    for hz in ("100", "1000"):
+        for stop in ("process", "thread"):
+            v = "ptrace-%s/%s" % (hz, stop)
+            if v not in loss:
+                continue
+            cols = []
+            for cg in ("fp", "dwarf"):
+                ref = "perf-%s/%s" % (hz, cg)
+                cols.append("%+.2f (%+.2f) pt" % (loss[v] - loss[ref], loss_c[v] - loss_c[ref])
+                            if ref in loss else "-")
+            print(fmt2 % (hz + " Hz", "--stop " + stop, cols[0], cols[1]))
+    print()
 print("loss %: 1 - median units/s / unprofiled median units/s (same run); positive = slower.")
 print("loss/cpu: the same per CPU second the busy threads got (ptrace stops and other jobs drop out).")
 print("vs inproc: ptrace loss minus inproc loss at the same rate, in points.")
+print("perf fp: perf record -g (frame pointers); perf dwarf: --call-graph dwarf (8 KiB of stack a sample).")
+print("us per sample: cprof's CPU time (--json cprof_cpu_ns) / its samples.")
 print("cpu share: busy threads' CPU time / (2 x wall): below 100, something else had their CPUs.")
 EOF
 [ $? -eq 0 ] || die "cannot summarise the runs"
