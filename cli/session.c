@@ -443,7 +443,8 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 	fprintf(stderr,
 		"cprof: wrote %s: %llu samples (%s) from %llu threads in %.2f s%s; "
 		"stops p50 %.1f us, p99 %.1f us, max %.1f us; a thread spent at most %.3f%% of "
-		"its time stopped (mean %.3f%%); cprof used %.1f%% of a CPU%s\n",
+		"its time stopped (mean %.3f%%); stack copies %llu full, %llu short, %llu short "
+		"that ran out; cprof used %.1f%% of a CPU%s\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
 		(unsigned long long)st->samples, incomplete,
 		(unsigned long long)t->threads_seen, (double)st->elapsed_ns / 1e9,
@@ -451,6 +452,8 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		(double)tracer_stop_percentile(t, 50) / 1e3,
 		(double)tracer_stop_percentile(t, 99) / 1e3, (double)t->stop_ns_max / 1e3,
 		100 * t->stopped_fraction_max, 100 * mean_fraction(t),
+		(unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
+		(unsigned long long)st->copies_short_ran_out,
 		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
 		rotated);
 }
@@ -510,7 +513,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"effective_hz\": %.2f, "
 	       "\"stops\": %llu, \"stop_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, "
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
-	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"signals_reinjected\": %llu, "
+	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"stack_copies\": {\"full\": %llu, "
+	       "\"short\": %llu, \"short_ran_out\": %llu}, \"signals_reinjected\": %llu, "
 	       "\"boosted\": %s, \"target_exited\": %s, \"debuginfo_missing\": ",
 	       (unsigned long long)st->elapsed_ns, (unsigned long long)st->samples,
 	       (unsigned long long)(fresh - st->samples_unstopped),
@@ -524,7 +528,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)tracer_stop_percentile(t, 99),
 	       (unsigned long long)t->stop_ns_max, (unsigned long long)t->stop_ns_total,
 	       t->stopped_fraction_max, mean_fraction(t), (unsigned long long)st->cprof_cpu_ns,
-	       ends, (unsigned long long)t->signals_reinjected, st->boosted ? "true" : "false",
+	       ends, (unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
+	       (unsigned long long)st->copies_short_ran_out, (unsigned long long)t->signals_reinjected, st->boosted ? "true" : "false",
 	       st->target_exited ? "true" : "false");
 	print_json_missing(live);
 	fputs(", \"processes\": ", stdout);

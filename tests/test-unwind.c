@@ -399,9 +399,9 @@ static void test_remote(void)
 	struct proc_maps maps = { 0 };
 	struct proc_modules *mods = NULL;
 	struct remote_unwinder *u = NULL;
-	struct prof_frame frames[64];
-	enum remote_end end;
-	size_t n, i, at = 0;
+	struct prof_frame frames[64], frames2[64];
+	enum remote_end end, end2;
+	size_t n, n2, i, at = 0, used, full_len;
 	uint64_t w;
 
 	if (snap_init(&own, 256 << 10) < 0) {
@@ -434,6 +434,20 @@ static void test_remote(void)
 	check(frames[0].module && proc_modules_get(mods, frames[0].module) &&
 	      proc_modules_get(mods, frames[0].module)->is_main,
 	      "the leaf is tagged with the main executable's module");
+
+	/* The adaptive copy relies on this: a copy of only the bytes a walk
+	 * read gives the same walk. */
+	used = remote_stack_used(u);
+	check(used > 0 && used <= own.stack_len, "the walk read %zu of the %zu bytes copied", used,
+	      own.stack_len);
+	full_len = own.stack_len;
+	own.stack_len = used;
+	n2 = remote_unwind(u, &own, frames2, 64, &end2);
+	check(n2 == n && end2 == end && memcmp(frames, frames2, n * sizeof(*frames)) == 0,
+	      "a copy of just those %zu bytes gives the same walk (%zu frames, %s)", used, n2,
+	      remote_end_str(end2));
+	check(remote_stack_used(u) <= used, "and reads no more of it (%zu)", remote_stack_used(u));
+	own.stack_len = full_len;
 
 	/* The same copy cut short: the walk must say so, not invent frames. */
 	own.stack_len = 32;

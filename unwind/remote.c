@@ -63,6 +63,8 @@ struct remote_unwinder {
 	const struct snap *snap;
 	const struct proc_map *stack_map;
 	bool hit_end_of_snapshot;
+	bool ran_off;		/* the last walk ended with hit_end_of_snapshot */
+	size_t stack_used;	/* the highest end of a read from snap->stack, as an offset */
 	bool bad_memory;
 	bool missing_reg;
 	bool step_without_cfi;	/* the current step found no CFI for a pc */
@@ -156,7 +158,11 @@ static int read_mem(struct remote_unwinder *u, uint64_t addr, void *dst, size_t 
 	const struct proc_map *m;
 
 	if (s && addr >= s->stack_start && addr + len <= s->stack_start + s->stack_len) {
-		memcpy(dst, s->stack + (addr - s->stack_start), len);
+		size_t off = (size_t)(addr - s->stack_start);
+
+		memcpy(dst, s->stack + off, len);
+		if (off + len > u->stack_used)
+			u->stack_used = off + len;
 		return 0;
 	}
 	if (s && s->stack2_len && addr >= s->stack2_start &&
@@ -841,11 +847,22 @@ out:
 		n = start_frames;
 		*end = REMOTE_END_COMPLETE;
 	}
+	u->ran_off = u->hit_end_of_snapshot;
 	u->snap = NULL;
 	u->stack_map = NULL;
 	u->in_signal_ctx = false;
 	u->parked_lo = u->parked_hi = 0;
 	return n;
+}
+
+size_t remote_stack_used(const struct remote_unwinder *u)
+{
+	return u->stack_used;
+}
+
+bool remote_ran_off_copy(const struct remote_unwinder *u)
+{
+	return u->ran_off;
 }
 
 bool remote_end_is_root(enum remote_end e)
@@ -902,6 +919,7 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	size_t n;
 
 	u->rbp_floor = 0;
+	u->stack_used = 0;
 	n = walk(u, s, frames, max, end, &fail_sp);
 	if (!remote_end_is_root(*end) && *end != REMOTE_END_NEED_REGS &&
 	    (n = vdso_second_chance(u, s, frames, max, end, n)) && remote_end_is_root(*end))

@@ -59,6 +59,21 @@ void remote_flush(struct remote_unwinder *u);
 size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
 		     size_t max, enum remote_end *end);
 
+/*
+ * How many bytes of the snapshot's stack, from its SP, the last
+ * remote_unwind read: the end of the highest read from s->stack, over every
+ * walk it made.  For a snapshot with every register (taken at a stop), a
+ * copy of that many bytes from the same SP would have given the same walk.
+ */
+size_t remote_stack_used(const struct remote_unwinder *u);
+
+/*
+ * Whether the walk the last remote_unwind returned needed stack beyond the
+ * end of the copy.  Its end is then REMOTE_END_TRUNCATED, or COMPLETE when
+ * it had passed a C thread's start function (what lay beyond is dropped).
+ */
+bool remote_ran_off_copy(const struct remote_unwinder *u);
+
 /* Whether e means the walk reached a thread root or a Go stack switch. */
 bool remote_end_is_root(enum remote_end e);
 

@@ -37,6 +37,9 @@
 #define COLD_MAX_NS 1000000000ull
 /* wall mode: at least this many threads a tick, however slow each is. */
 #define WALL_MIN_THREADS 16
+/* The adaptive stack copy (see copy_limit): bytes copied beyond the
+ * highest stack address a thread's walks needed. */
+#define COPY_MARGIN 512u
 
 struct label {
 	pid_t tid;
@@ -53,6 +56,7 @@ struct samp_thread {
 	uint64_t read_run_ns;		/* cpu: schedstat run time when last read */
 	uint64_t hot_tick;		/* cpu: in the hot tier until this tick */
 	uint64_t wall_ns;		/* wall: where the time its next sample stands for starts */
+	uint64_t stack_top;		/* the highest stack address its walks needed; 0: unknown */
 	uint32_t label;
 	struct samp_proc *proc;
 	bool primed;
@@ -241,6 +245,55 @@ static uint64_t wall_value(struct sampler *s, struct samp_thread *st)
 	return v;
 }
 
+/*
+ * The adaptive stack copy: how much of the stack to copy from sp, 0 for a
+ * full copy.  A thread's stack keeps its outermost frames at the same
+ * addresses for as long as it runs the same stack: the walks that reached
+ * a root say how high they read (stack_top), and the copy stops a margin
+ * above that.  Off that stack (a signal's alternate stack, a coroutine's,
+ * another goroutine's above it) sp is past stack_top or too far below,
+ * and the copy is full.  A walk that runs off a short copy makes the
+ * thread's next copy full (see learn_copy).
+ */
+static size_t copy_limit(const struct samp_thread *st, uint64_t sp, size_t cap)
+{
+	uint64_t end;
+
+	if (!st->stack_top || st->stack_top <= sp)
+		return 0;
+	end = st->stack_top + COPY_MARGIN;
+	if (end - sp >= cap)
+		return 0;
+	return (size_t)(end - sp);
+}
+
+/* What a walk of a copy taken at a stop teaches about the thread's next
+ * copy, and the count of the copy's kind. */
+static void learn_copy(struct sampler *s, const struct snap *sn, enum remote_end end,
+		       size_t used, bool ran_off)
+{
+	struct tracer_thread *th = s->tracer ? tracer_find_thread(s->tracer, sn->tid) : NULL;
+	struct samp_thread *st = th ? th->user : NULL;
+	uint64_t top = sn->stack_start + used;
+
+	if (!sn->stack_limited) {
+		s->stats.copies_full++;
+	} else if (ran_off || end == REMOTE_END_TRUNCATED) {
+		/* Ran off the short copy: the frames beyond are lost to this
+		 * sample, which ends [truncated] (or at its thread's start
+		 * function, see remote_ran_off_copy); the next copy is full. */
+		s->stats.copies_short_ran_out++;
+		if (st)
+			st->stack_top = 0;
+		return;
+	} else {
+		s->stats.copies_short++;
+	}
+	/* Only a walk that reached a root knows how deep the stack goes. */
+	if (st && remote_end_is_root(end) && top > st->stack_top)
+		st->stack_top = top;
+}
+
 static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
 {
 	struct sampler *s = arg;
@@ -260,7 +313,8 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 		s->error = -ENOMEM;
 		return false;
 	}
-	if (snap_capture(sn, p->pid, th->tid, &th->regs, &p->maps) < 0)
+	if (snap_capture_limited(sn, p->pid, th->tid, &th->regs, &p->maps,
+				 copy_limit(st, th->regs.rsp, s->o.stack_size)) < 0)
 		return false;
 	if (procs_pc_unknown(p, sn->regs.rip) && proc_maps_read(p->pid, &p->stop_maps) == 0) {
 		/* Still stopped: a library mapped for a moment (dlopen and
@@ -293,8 +347,10 @@ static void on_exec(struct tracer *t, pid_t pid, void *arg)
 	for (i = 0; i < n; i++) {
 		struct samp_thread *st = tracer_thread_at(t, i)->user;
 
-		if (st && st->proc == p)
+		if (st && st->proc == p) {
 			st->have_last = false;
+			st->stack_top = 0;
+		}
 	}
 }
 
@@ -345,13 +401,17 @@ static size_t unknown_frames(const struct prof_frame *f, size_t n)
 	return k;
 }
 
+/* *used: the bytes of the copy the walks read (remote_stack_used);
+ * *ran_off: the walk kept ran off the copy (remote_ran_off_copy). */
 static size_t unwind_snap(struct sampler *s, struct samp_proc *p, const struct snap *sn,
-			  enum remote_end *end)
+			  enum remote_end *end, size_t *used, bool *ran_off)
 {
 	size_t n = remote_unwind(p->unwinder, sn, s->frames, s->o.max_frames, end);
 	enum remote_end end2;
 	size_t n2;
 
+	*used = remote_stack_used(p->unwinder);
+	*ran_off = remote_ran_off_copy(p->unwinder);
 	if (!needs_maps_retry(p, sn, s->frames, n) || refresh_maps(p) < 0)
 		return n;
 	/* A library or thread stack new since the last read: unwind the copy
@@ -359,10 +419,13 @@ static size_t unwind_snap(struct sampler *s, struct samp_proc *p, const struct s
 	 * resumed, and a library mapped for a moment may be gone from them:
 	 * keep whichever walk knows more frames. */
 	n2 = remote_unwind(p->unwinder, sn, s->frames2, s->o.max_frames, &end2);
+	if (remote_stack_used(p->unwinder) > *used)
+		*used = remote_stack_used(p->unwinder);
 	if (unknown_frames(s->frames2, n2) < unknown_frames(s->frames, n) ||
 	    (unknown_frames(s->frames2, n2) == unknown_frames(s->frames, n) && n2 > n)) {
 		memcpy(s->frames, s->frames2, n2 * sizeof(*s->frames));
 		*end = end2;
+		*ran_off = remote_ran_off_copy(p->unwinder);
 		return n2;
 	}
 	return n;
@@ -441,10 +504,13 @@ static int process_snaps(struct sampler *s)
 		struct snap *sn = &s->snaps[i];
 		struct samp_proc *p = snap_proc(s, sn);
 		enum remote_end end;
+		size_t used;
+		bool ran_off;
 
 		if (!p || !p->unwinder)
 			continue;
-		n = unwind_snap(s, p, sn, &end);
+		n = unwind_snap(s, p, sn, &end, &used, &ran_off);
+		learn_copy(s, sn, end, used, ran_off);
 		if (!n)
 			continue;
 		s->stats.ends[end]++;
@@ -479,7 +545,8 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 	struct procfs_fdcache *fds = tracer_fds(s->tracer);
 	struct procfs_sched after;
 	enum remote_end end;
-	size_t n;
+	size_t n, used;
+	bool ran_off;
 	int fd;
 
 	if (st->have_last && procfs_sched_same(&st->captured, now)) {
@@ -492,7 +559,7 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 	if (fd < 0 || !p->unwinder ||
 	    snap_capture_in_place(&s->blocked, p->pid, th->tid, fd, &p->maps, NULL) < 0)
 		return false;
-	n = unwind_snap(s, p, &s->blocked, &end);
+	n = unwind_snap(s, p, &s->blocked, &end, &used, &ran_off);
 	if (!n || end == REMOTE_END_NEED_REGS)
 		return false;
 	/* Did it run while we read its stack?  Then the copy may mix two

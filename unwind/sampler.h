@@ -82,6 +82,12 @@ struct sampler_stats {
 	uint64_t ticks_rotated;	/* wall: ticks that read only a rotating subset */
 	double effective_hz;	/* wall: the rate each thread was sampled at */
 	uint64_t ends[REMOTE_END_ERROR + 1]; /* fresh samples by how their unwind ended */
+	/* Stack copies taken at a stop, by kind (doc/unwinding.md, the
+	 * adaptive copy): full (capacity or mapping end), short and enough,
+	 * short and a walk ran off its end (that sample is [truncated]). */
+	uint64_t copies_full;
+	uint64_t copies_short;
+	uint64_t copies_short_ran_out;
 	uint64_t value_ns;	/* sum of the samples' cpu or wall time */
 	uint64_t start_realtime_ns;
 	uint64_t elapsed_ns;

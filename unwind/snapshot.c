@@ -34,8 +34,9 @@ void snap_fini(struct snap *s)
 }
 
 /* One process_vm_readv from SP: a single iovec pair stops cleanly at the
- * first unmapped page, so an unknown stack end costs only a short read. */
-static int copy_stack(struct snap *s, pid_t pid, const struct proc_maps *maps)
+ * first unmapped page, so an unknown stack end costs only a short read.
+ * limit (0: none) caps the copy below the capacity and the mapping's end. */
+static int copy_stack(struct snap *s, pid_t pid, const struct proc_maps *maps, size_t limit)
 {
 	const struct proc_map *m;
 	uint64_t stack_end;
@@ -53,6 +54,10 @@ static int copy_stack(struct snap *s, pid_t pid, const struct proc_maps *maps)
 		want = (size_t)(stack_end - s->stack_start);
 	else if (stack_end > s->stack_start)
 		s->stack_short = true;
+	if (limit && limit < want) {
+		want = limit;
+		s->stack_limited = true;
+	}
 	liov.iov_base = s->stack;
 	liov.iov_len = want;
 	riov.iov_base = (void *)(uintptr_t)s->stack_start;
@@ -63,21 +68,29 @@ static int copy_stack(struct snap *s, pid_t pid, const struct proc_maps *maps)
 	return r < 0 ? -errno : 0;
 }
 
-int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_struct *regs,
-		 const struct proc_maps *maps)
+int snap_capture_limited(struct snap *s, pid_t pid, pid_t tid,
+			 const struct user_regs_struct *regs, const struct proc_maps *maps,
+			 size_t limit)
 {
 	s->tid = tid;
 	s->stack_len = 0;
 	s->stack_short = false;
+	s->stack_limited = false;
 	s->regs_partial = false;
 	if (!regs->rsp && !regs->rip)
 		return -ESRCH;	/* the tracer could not read them: the thread died */
 	s->regs = *regs;
 	/* An unreadable stack still leaves the pc: not an error. */
-	copy_stack(s, pid, maps);
+	copy_stack(s, pid, maps, limit);
 	sigframe_capture(s, pid, maps);
 	sigframe_capture_vdso_caller(s, pid, maps);
 	return 0;
+}
+
+int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_struct *regs,
+		 const struct proc_maps *maps)
+{
+	return snap_capture_limited(s, pid, tid, regs, maps, 0);
 }
 
 int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
@@ -86,12 +99,13 @@ int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint
 	s->tid = tid;
 	s->stack_len = 0;
 	s->stack_short = false;
+	s->stack_limited = false;
 	s->regs_partial = true;
 	s->stack2_len = 0;
 	memset(&s->regs, 0, sizeof(s->regs));
 	s->regs.rsp = sp;
 	s->regs.rip = pc;
-	return copy_stack(s, pid, maps);
+	return copy_stack(s, pid, maps, 0);
 }
 
 int snap_capture_in_place(struct snap *s, pid_t pid, pid_t tid, int syscall_fd,

@@ -23,6 +23,7 @@ struct snap {
 	size_t stack_len;	/* bytes copied */
 	size_t stack_cap;	/* bytes allocated in stack */
 	bool stack_short;	/* the copy stopped before the end of the stack mapping */
+	bool stack_limited;	/* ... because the caller asked for less (snap_capture_limited) */
 	bool sp_unmapped;	/* SP is in no mapping that maps knew of: maps are stale */
 	bool regs_partial;	/* only SP and PC are known (captured without a stop) */
 	uint8_t *stack;
@@ -49,6 +50,17 @@ void snap_fini(struct snap *s);
  */
 int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_struct *regs,
 		 const struct proc_maps *maps);
+
+/*
+ * The same, copying at most limit bytes of stack from SP (0: no limit
+ * beyond the capacity and the mapping).  stack_limited says whether the
+ * limit cut the copy: a walk that runs off its end then lost frames the
+ * full copy would have had.  The caller chooses limit from what earlier
+ * walks of the thread needed (see doc/unwinding.md, the adaptive copy).
+ */
+int snap_capture_limited(struct snap *s, pid_t pid, pid_t tid,
+			 const struct user_regs_struct *regs, const struct proc_maps *maps,
+			 size_t limit);
 
 /*
  * The same for a thread that is blocked and NOT stopped: sp and pc come from
