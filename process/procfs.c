@@ -70,25 +70,53 @@ void procfs_sanitize_name(char *dst, size_t n, const char *src, size_t len)
 	dst[o] = '\0';
 }
 
+/* Past n space-separated fields of p; NULL when the text ends first. */
+static const char *skip_fields(const char *p, unsigned n)
+{
+	while (n--) {
+		while (*p == ' ')
+			p++;
+		if (!*p)
+			return NULL;
+		while (*p && *p != ' ')
+			p++;
+	}
+	return p;
+}
+
+/* The unsigned decimal field at *p, *p moved past it.  Returns 0 or
+ * -EINVAL.  (The sampler reads these files at every tick: no sscanf.) */
+static int next_u64(const char **p, unsigned long long *v)
+{
+	char *end;
+
+	while (**p == ' ')
+		(*p)++;
+	if (**p < '0' || **p > '9')
+		return -EINVAL;
+	*v = strtoull(*p, &end, 10);
+	*p = end;
+	return 0;
+}
+
 /*
  * stat: "pid (comm) S ppid ...".  comm may hold spaces and parentheses, so
  * the fields are parsed from the last ')'.
  */
 static int parse_stat(const char *buf, struct procfs_stat *st)
 {
-	const char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-	unsigned long long utime, stime;
-	unsigned long flags;
-	char state;
+	const char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *p;
+	unsigned long long flags, utime, stime;
 
-	if (!open || !close || close < open)
+	if (!open || !close || close < open || close[1] != ' ' || !close[2] || close[3] != ' ')
 		return -EINVAL;
 	/* state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime */
-	if (sscanf(close + 1, " %c %*d %*d %*d %*d %*d %lu %*u %*u %*u %*u %llu %llu",
-		   &state, &flags, &utime, &stime) != 4)
+	p = skip_fields(close + 3, 5);
+	if (!p || next_u64(&p, &flags) < 0 || !(p = skip_fields(p, 4)) ||
+	    next_u64(&p, &utime) < 0 || next_u64(&p, &stime) < 0)
 		return -EINVAL;
-	st->state = state;
-	st->flags = flags;
+	st->state = close[2];
+	st->flags = (unsigned long)flags;
 	st->utime = utime;
 	st->stime = stime;
 	procfs_sanitize_name(st->comm, sizeof(st->comm), open + 1, (size_t)(close - open - 1));
@@ -140,10 +168,11 @@ int procfs_read_sched(int fd, struct procfs_sched *sc)
 	char buf[128];
 	unsigned long long a, b, c;
 	ssize_t r = pread_all(fd, buf, sizeof(buf));
+	const char *p = buf;
 
 	if (r < 0)
 		return (int)r;
-	if (sscanf(buf, "%llu %llu %llu", &a, &b, &c) != 3)
+	if (next_u64(&p, &a) < 0 || next_u64(&p, &b) < 0 || next_u64(&p, &c) < 0)
 		return r == 0 ? -ESRCH : -EINVAL;
 	sc->run_ns = a;
 	sc->wait_ns = b;

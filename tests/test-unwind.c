@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -215,6 +216,56 @@ static void test_fdcache(void)
 	for (i = 0; i < 4; i++)
 		pthread_join(th[i], NULL);
 	free(tids);
+}
+
+/* ---- procfs's parsers, on text of our own ------------------------------- */
+
+/* An fd whose content is text, as a /proc file gives it to pread. */
+static int text_fd(const char *text)
+{
+	int fd = memfd_create("procfs-text", MFD_CLOEXEC);
+
+	if (fd >= 0 && write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void test_procfs_parse(void)
+{
+	struct procfs_stat st;
+	struct procfs_sched sc;
+	int fd, ret;
+
+	/* comm may hold spaces and parentheses; tpgid may be -1. */
+	fd = text_fd("4242 (a) b (c) S 1 4242 4242 0 -1 4194560 120 0 3 0 1234 56 0 0 20 0 "
+		     "1 0 99 1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n");
+	memset(&st, 0, sizeof(st));
+	ret = fd >= 0 ? procfs_read_stat(fd, &st) : -EBADF;
+	check(ret == 0 && st.state == 'S' && strcmp(st.comm, "a) b (c") == 0 && st.flags == 4194560 && st.utime == 1234 &&
+	      st.stime == 56,
+	      "stat: state, comm with ') (', flags, utime and stime (%c, '%s', %lu, %llu, %llu)",
+	      st.state, st.comm, st.flags, (unsigned long long)st.utime, (unsigned long long)st.stime);
+	if (fd >= 0)
+		close(fd);
+	fd = text_fd("4242 (x) R 1 2 3\n");
+	check(fd >= 0 && procfs_read_stat(fd, &st) == -EINVAL, "stat cut short: -EINVAL");
+	if (fd >= 0)
+		close(fd);
+	fd = text_fd("123456789012 3456 78\n");
+	check(fd >= 0 && procfs_read_sched(fd, &sc) == 0 && sc.run_ns == 123456789012ull &&
+	      sc.wait_ns == 3456 && sc.slices == 78, "schedstat: run, wait, slices");
+	if (fd >= 0)
+		close(fd);
+	fd = text_fd("12 x 3\n");
+	check(fd >= 0 && procfs_read_sched(fd, &sc) == -EINVAL, "schedstat with a bad field: -EINVAL");
+	if (fd >= 0)
+		close(fd);
+	fd = text_fd("");
+	check(fd >= 0 && procfs_read_sched(fd, &sc) == -ESRCH, "empty schedstat (a thread gone): -ESRCH");
+	if (fd >= 0)
+		close(fd);
 }
 
 /* ---- the tracer on a child ---------------------------------------------- */
@@ -519,6 +570,7 @@ int main(void)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_percentiles();
 	test_fdcache();
+	test_procfs_parse();
 	test_tracer();
 	test_remote();
 	test_capture();
