@@ -3,7 +3,7 @@
 # How long does cprof keep a thread stopped per sample, against the bare
 # ptrace round trip measured in the same run?
 #
-#   bench/stop-time.sh [BUILDDIR]
+#   bench/stop-time.sh [BUILDDIR [BASEDIR]]
 #
 # Goal it informs: "per-thread stop time (median) at most 1.3x the bare
 # ptrace round trip (interrupt + wait + getregs + cont)".
@@ -27,15 +27,18 @@
 #                    waited for, read and resumed (what --stop process does)
 #   cprof cpu/process, cpu/thread   cprof attach --json
 #   cprof wall/process, wall/thread (sleep target only)
+#   base cpu/process ...            the same with BASEDIR's cprof, when given
+#                                   (a build of the version to compare with)
 # Per variant: the median over runs of the per-run p50 (min and max of it),
 # the same for p99, and the stops per run.  Ratios are cprof's median p50
 # against the bare one-at-a-time round trip's median p50 (blocking: "x rt";
-# polling: "x rt-s"), from this run.
+# polling: "x rt-s"), from this run; for cprof also its CPU time per sample
+# (--json cprof_cpu_ns / samples).
 # Two caveats printed with the table: cprof's stop_ns ends before its
 # PTRACE_CONT (so "span" figures are given for the bare tool too, interrupt
 # to just before CONT), and cprof's percentiles are lower bounds of
 # log-linear buckets 12.5% wide (so ratios against the bare p50s bucketed
-# the same way are printed too).  cprof also copies the stack (64 KiB by default) while the
+# the same way are printed too).  cprof also copies the stack (from SP, up to 64 KiB by default) while the
 # thread is stopped; the bare round trip does not: that is part of what the
 # ratio measures.
 #
@@ -50,10 +53,12 @@ RUNS=${STOP_TIME_RUNS:-5}
 SECS=${STOP_TIME_SECS:-2}
 HZ=100
 CPROF="$BUILD/cprof"
+BASE=${2:-}
 ME=stop-time
 . "$HERE/lib.sh"
 
 [ -x "$CPROF" ] || die "no cprof in '$BUILD' (give the build directory as the first argument)"
+[ -z "$BASE" ] || [ -x "$BASE/cprof" ] || die "no cprof in the baseline '$BASE'"
 bench_positive STOP_TIME_RUNS "$RUNS"
 bench_positive STOP_TIME_SECS "$SECS" seconds
 command -v gcc >/dev/null || die "gcc is needed to build the bench programs"
@@ -95,13 +100,15 @@ run_variant() {
 		awk -v t="$target" -v v="$v" '{ printf "%s %s %.0f %.0f %d %.0f\n", t, v, $6 * 1000, $8 * 1000, $4, $12 * 1000 }' \
 			"$WORK/out" >>"$WORK/runs"
 		;;
-	cprof-*)
-		mode=${v#cprof-}; stop=${mode#*/}; mode=${mode%/*}
-		"$CPROF" attach -p "$TPID" -d "${SECS}s" -F "$HZ" --mode "$mode" --stop "$stop" --json -q \
+	cprof-*|base-*)
+		local bin=$CPROF
+		[ "${v%%-*}" = base ] && bin=$BASE/cprof
+		mode=${v#*-}; stop=${mode#*/}; mode=${mode%/*}
+		"$bin" attach -p "$TPID" -d "${SECS}s" -F "$HZ" --mode "$mode" --stop "$stop" --json -q \
 			-o "$WORK/p.pb.gz" >"$WORK/out" 2>"$WORK/err" </dev/null ||
 			die "cprof attach --mode $mode --stop $stop failed on the $target target: $(head -c 500 "$WORK/err")"
 		python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); s = d["stop_ns"]
-print(sys.argv[2], sys.argv[3], s["p50"], s["p99"], d["stops"], -1, d["samples"], d["samples_unstopped"], d["samples_reused"], d["ticks_missed"])' \
+print(sys.argv[2], sys.argv[3], s["p50"], s["p99"], d["stops"], -1, d["samples"], d["samples_unstopped"], d["samples_reused"], d["ticks_missed"], d["cprof_cpu_ns"])' \
 			"$WORK/out" "$target" "$v" >>"$WORK/runs" || die "cannot read cprof --json: $(head -c 300 "$WORK/out")"
 		;;
 	esac
@@ -128,11 +135,18 @@ echo "load average at start: $LOAD0"
 echo "$RUNS runs per variant (STOP_TIME_RUNS), ${SECS} s each (STOP_TIME_SECS), ${HZ} Hz, variants interleaved"
 echo
 
+SPIN=(bare bare-s bare-a cprof-cpu/process cprof-cpu/thread)
+SLEEP=(bare bare-s bare-a cprof-cpu/process cprof-cpu/thread cprof-wall/process cprof-wall/thread)
+if [ -n "$BASE" ]; then
+	echo "baseline: $BASE/cprof (the base rows)"
+	SPIN+=(base-cpu/process base-cpu/thread)
+	SLEEP+=(base-cpu/process base-cpu/thread base-wall/process base-wall/thread)
+fi
 start_target -t 2 -s 2
-bench spin spinner bare bare-s bare-a cprof-cpu/process cprof-cpu/thread
+bench spin spinner "${SPIN[@]}"
 stop_target
 start_target -t 2 -s 0 -n 1:5
-bench sleep napper bare bare-s bare-a cprof-cpu/process cprof-cpu/thread cprof-wall/process cprof-wall/thread
+bench sleep napper "${SLEEP[@]}"
 stop_target
 
 python3 - "$WORK/runs" <<'EOF'
@@ -173,13 +187,13 @@ for target in ("spin", "sleep"):
         stops = med(r[2] for r in rows)
         p50s = [r[0] for r in rows if r[2] > 0]
         p99s = [r[1] for r in rows if r[2] > 0]
-        name = names.get(key[1], key[1].replace("cprof-", "cprof "))
+        name = names.get(key[1], key[1].replace("-", " ", 1))
         if not p50s:
             print(fmt % (target, name, len(rows), "%g" % stops, "no stops", "-", "-", "-"))
             continue
         m50 = med(p50s)
         ratios = ["-", "-"]
-        if key[1].startswith("cprof"):
+        if key[1].startswith(("cprof", "base")):
             ratios = ["%.2fx" % (m50 / bp50[b]) if bp50.get(b) else "-" for b in ("bare", "bare-s")]
         print(fmt % (target, name, len(rows), "%g" % stops,
                      "%7.1f [%5.1f-%5.1f]" % (us(m50), us(min(p50s)), us(max(p50s))),
@@ -191,20 +205,23 @@ for target in ("spin", "sleep"):
                   " p50 bucketed as cprof does %.1f us"
                   % (target, names[b].split(",")[0], us(med(r[3] for r in data[(target, b)])),
                      us(bucket_floor(bp50[b]))))
-    for k in [k for k in order if k[0] == target and k[1].startswith("cprof")]:
+    for k in [k for k in order if k[0] == target and k[1].startswith(("cprof", "base"))]:
         rows = data[k]
         p50s = [r[0] for r in rows if r[2] > 0]
         bucketed = ", ".join("x %s(b) %s" % ("rt" if b == "bare" else "rt-s",
                                              "%.2f" % (med(p50s) / bucket_floor(bp50[b])) if p50s else "-")
                              for b in ("bare", "bare-s") if b in bp50)
-        print("%-6s   %-24s samples/run %g (read in place %g, reused %g), ticks missed %g; %s"
-              % (target, k[1].replace("cprof-", "cprof "), med(r[4] for r in rows),
-                 med(r[5] for r in rows), med(r[6] for r in rows), med(r[7] for r in rows), bucketed))
+        print("%-6s   %-24s samples/run %g (read in place %g, reused %g), ticks missed %g, "
+              "cprof CPU %.1f us/sample; %s"
+              % (target, k[1].replace("-", " ", 1), med(r[4] for r in rows),
+                 med(r[5] for r in rows), med(r[6] for r in rows), med(r[7] for r in rows),
+                 med(r[8] / 1e3 / r[4] if r[4] else 0.0 for r in rows), bucketed))
     print()
 print("x rt, x rt-s: cprof's median p50 / the bare one-at-a-time round trip's median p50 (same run),")
 print("  blocking in waitpid (rt) or polling it 100 us first (rt-s).  (b): against that bare p50 rounded down to")
 print("  cprof's histogram bucket (cprof reports bucket lower bounds, up to 12.5% under the true value).")
-print("cprof's stop includes copying the stack (64 KiB); the bare round trip only reads registers.")
+print("cprof's stop includes copying the stack (from SP, at most --stack-size, 64 KiB); the bare round trip")
+print("  only reads registers.  base: the cprof of BASEDIR, run interleaved with this one.")
 EOF
 [ $? -eq 0 ] || die "cannot summarise the runs"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg) (start: $LOAD0)"
