@@ -42,6 +42,13 @@ struct tracer {
 	struct procfs_fdcache fds;
 	size_t n_threads, cap_threads;
 	size_t n_pending;
+	/* tids interrupted whose stop may not be reaped yet: a superset of the
+	 * pending threads, trimmed as they are served (see reap_wanted). */
+	pid_t *wanted;
+	size_t n_wanted, cap_wanted;
+	/* A SIGCHLD was read and not followed by a full drain: some tracee's
+	 * status may be queued (SIGCHLDs coalesce). */
+	bool undrained;
 	bool stop_requested;
 	uint64_t fraction_floor_ns;
 	uint64_t spin_ns;
@@ -616,12 +623,20 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 	}
 }
 
-/* Reaps every queued status without blocking.  Returns how many. */
+/*
+ * Reaps every queued status without blocking.  Returns how many.
+ * waitpid(-1) looks at every tracee in the kernel, so a call costs in
+ * proportion to the threads traced, idle ones included: call it only when
+ * a SIGCHLD says some tracee changed state (t->undrained), and wait for a
+ * tick's own stops with reap_wanted.  The SIGCHLD is read before the
+ * drain, so a change after it raises a new one.
+ */
 static int drain(struct tracer *t)
 {
 	int status, n = 0;
 	pid_t tid;
 
+	t->undrained = false;
 	for (;;) {
 		tid = waitpid(-1, &status, WNOHANG | __WALL);
 		if (tid <= 0)
@@ -641,6 +656,8 @@ static int read_signals(struct tracer *t)
 		r = read(t->sigfd, &si, sizeof(si));
 		if (r != (ssize_t)sizeof(si))
 			break;
+		if (si.ssi_signo == SIGCHLD)
+			t->undrained = true;
 		if (si.ssi_signo != SIGCHLD && !t->stop_requested) {
 			t->stop_requested = true;
 			t->stats.stop_signal = (int)si.ssi_signo;
@@ -663,59 +680,97 @@ static int status_mask(const struct tracer *t)
 	return m;
 }
 
-int tracer_poll(struct tracer *t, uint64_t timeout_ns)
+/*
+ * Reaps the statuses of the threads an interrupt was sent to, one
+ * waitpid(tid) each: the kernel looks at that thread alone, where
+ * waitpid(-1) walks every tracee.  Returns how many statuses.
+ */
+static int reap_wanted(struct tracer *t)
+{
+	size_t i = 0;
+	int status, n = 0;
+
+	while (i < t->n_wanted) {
+		pid_t tid = t->wanted[i], r;
+		struct tracer_thread *th = find_thread(t, tid, NULL);
+
+		if (!th || !th->pending) {
+			t->wanted[i] = t->wanted[--t->n_wanted];
+			continue;
+		}
+		r = waitpid(tid, &status, WNOHANG | __WALL);
+		if (r != tid) {
+			i++;
+			continue;
+		}
+		/* A signal's stop may come first: the same tid is looked at
+		 * again, still pending or not. */
+		handle_status(t, tid, status);
+		n++;
+	}
+	return n;
+}
+
+/* Waits up to timeout_ns for a signal (SIGCHLD included) and reads what
+ * came.  Returns 0 or -errno. */
+static int wait_signal(struct tracer *t, uint64_t timeout_ns)
 {
 	struct pollfd pfd = { .fd = t->sigfd, .events = POLLIN };
 	struct timespec ts;
-	int r;
 
-	if (drain(t) > 0 || timeout_ns == 0 || status_mask(t)) {
-		r = read_signals(t);
-		return r < 0 ? r : status_mask(t);
-	}
-	if (t->n_pending && t->spin_ns) {
-		/* See tracer_set_spin: poll instead of sleeping until SIGCHLD
-		 * wakes us, so the wake-up latency is not added to a stop. */
-		uint64_t until = cprof_now_ns() + (t->spin_ns < timeout_ns ? t->spin_ns : timeout_ns);
-
-		while (cprof_now_ns() < until) {
-			if (drain(t) > 0) {
-				r = read_signals(t);
-				return r < 0 ? r : status_mask(t);
-			}
-		}
-	}
 	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
 	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
-	r = ppoll(&pfd, 1, &ts, NULL);
-	if (r < 0 && errno != EINTR)
+	if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
 		return -errno;
-	r = read_signals(t);
+	return read_signals(t);
+}
+
+int tracer_poll(struct tracer *t, uint64_t timeout_ns)
+{
+	int r = read_signals(t);
+
 	if (r < 0)
 		return r;
-	/* SIGCHLD coalesces: always drain, whatever woke us. */
-	drain(t);
+	if ((t->undrained && drain(t) > 0) || timeout_ns == 0 || status_mask(t))
+		return status_mask(t);
+	r = wait_signal(t, timeout_ns);
+	if (r < 0)
+		return r;
+	if (t->undrained)
+		drain(t);
 	return status_mask(t);
 }
 
 int tracer_wait_stops(struct tracer *t, uint64_t timeout_ns)
 {
-	uint64_t deadline = cprof_now_ns() + timeout_ns;
-	int r, events = 0;
+	uint64_t now = cprof_now_ns(), deadline = now + timeout_ns, spin_until = now + t->spin_ns;
+	int r;
 
-	while (t->n_pending > 0) {
-		uint64_t now = cprof_now_ns();
-
+	r = read_signals(t);
+	if (r < 0)
+		return r;
+	if (t->undrained)
+		drain(t);
+	for (;;) {
+		reap_wanted(t);
+		if (t->n_pending == 0 || (status_mask(t) & TRACER_EV_GONE))
+			break;
+		now = cprof_now_ns();
 		if (now >= deadline)
 			break;
-		r = tracer_poll(t, deadline - now);
+		/* See tracer_set_spin: poll instead of sleeping until SIGCHLD
+		 * wakes us, so the wake-up latency is not added to a stop. */
+		if (now < spin_until)
+			continue;
+		r = wait_signal(t, deadline - now);
 		if (r < 0)
 			return r;
-		events |= r;
-		if (r & TRACER_EV_GONE)
-			break;
+		/* Not our stop (or not only ours, SIGCHLDs coalesce): another
+		 * tracee's signal or exit is served now, not after the tick. */
+		if (t->undrained && reap_wanted(t) == 0)
+			drain(t);
 	}
-	return events;
+	return status_mask(t);
 }
 
 size_t tracer_expire_interrupts(struct tracer *t, uint64_t max_age_ns)
@@ -723,7 +778,7 @@ size_t tracer_expire_interrupts(struct tracer *t, uint64_t max_age_ns)
 	uint64_t now = cprof_now_ns();
 	size_t i, n = 0;
 
-	for (i = 0; i < t->n_threads; i++) {
+	for (i = 0; i < t->n_threads && t->n_pending > 0; i++) {
 		struct tracer_thread *th = t->threads[i];
 
 		if (!th->pending || now - th->interrupt_ns <= max_age_ns)
@@ -745,6 +800,17 @@ int tracer_interrupt(struct tracer *t, struct tracer_thread *th)
 		return -errno;
 	th->pending = true;
 	t->n_pending++;
+	if (t->n_wanted == t->cap_wanted) {
+		size_t cap = t->cap_wanted ? t->cap_wanted * 2 : 16;
+		pid_t *nv = realloc(t->wanted, cap * sizeof(*nv));
+
+		/* Without room its stop is reaped by a full drain. */
+		if (!nv)
+			return 0;
+		t->wanted = nv;
+		t->cap_wanted = cap;
+	}
+	t->wanted[t->n_wanted++] = th->tid;
 	return 0;
 }
 
@@ -781,6 +847,7 @@ static void tracer_release(struct tracer *t, struct tracer_stats *final)
 	if (final)
 		*final = t->stats;
 	close(t->sigfd);
+	free(t->wanted);
 	free(t->threads);
 	cprof_htab_free(&t->by_tid);
 	free(t);
