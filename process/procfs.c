@@ -380,6 +380,7 @@ static const char *const task_file_names[PROCFS_NFILES] = {
 	[PROCFS_STAT] = "stat",
 	[PROCFS_SCHEDSTAT] = "schedstat",
 	[PROCFS_SYSCALL] = "syscall",
+	[PROCFS_COMM] = "comm",
 };
 
 static size_t budget_for(rlim_t soft)
@@ -526,4 +527,40 @@ int procfs_task_syscall(struct procfs_fdcache *c, struct procfs_task *t,
 	int fd = procfs_task_fd(c, t, PROCFS_SYSCALL);
 
 	return fd < 0 ? fd : procfs_read_syscall(fd, sc);
+}
+
+int procfs_task_running(struct procfs_fdcache *c, struct procfs_task *t)
+{
+	char buf[16];
+	int fd = procfs_task_fd(c, t, PROCFS_SYSCALL);
+	ssize_t r;
+
+	if (fd < 0)
+		return fd;
+	r = pread_all(fd, buf, sizeof(buf));
+	if (r < 0)
+		return (int)r;
+	if (r == 0)
+		return -ESRCH;
+	return strncmp(buf, "running", 7) == 0;
+}
+
+int procfs_task_comm(struct procfs_fdcache *c, struct procfs_task *t, char *name, size_t size)
+{
+	char buf[64];
+	int fd = procfs_task_fd(c, t, PROCFS_COMM);
+	ssize_t r;
+
+	if (fd < 0)
+		return fd;
+	r = pread_all(fd, buf, sizeof(buf));
+	if (r < 0)
+		return (int)r;
+	if (r == 0)
+		return -ESRCH;
+	/* the kernel ends it with a newline that is not part of the name */
+	if (buf[r - 1] == '\n')
+		r--;
+	procfs_sanitize_name(name, size, buf, (size_t)r);
+	return 0;
 }

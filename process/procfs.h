@@ -72,6 +72,7 @@ enum procfs_file {
 	PROCFS_STAT,
 	PROCFS_SCHEDSTAT,
 	PROCFS_SYSCALL,
+	PROCFS_COMM,
 	PROCFS_NFILES,
 };
 
@@ -122,6 +123,12 @@ int procfs_task_stat(struct procfs_fdcache *c, struct procfs_task *t, struct pro
 int procfs_task_sched(struct procfs_fdcache *c, struct procfs_task *t, struct procfs_sched *sc);
 int procfs_task_syscall(struct procfs_fdcache *c, struct procfs_task *t,
 			struct procfs_syscall *sc);
+/* Whether t is running or runnable: its syscall file says "running" (the
+ * kernel answers that at once for such a thread, where stat formats 52
+ * fields).  Returns 1, 0 or -errno. */
+int procfs_task_running(struct procfs_fdcache *c, struct procfs_task *t);
+/* t's name (comm), sanitized as procfs_stat's.  Returns 0 or -errno. */
+int procfs_task_comm(struct procfs_fdcache *c, struct procfs_task *t, char *name, size_t size);
 
 /* Lists /proc/PID/task into a malloc'd array.  Returns 0 or -errno. */
 int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n);
