@@ -148,19 +148,31 @@ static int append_stack(struct prof_stacks *s, const struct stack_key *k, uint32
 	return 0;
 }
 
-int prof_stacks_add(struct prof_stacks *s, uint32_t thread, const struct prof_frame *frames,
-		    size_t n_frames, const int64_t *values)
+static void add_values(struct prof_stacks *s, size_t index, const int64_t *values)
+{
+	int64_t *dst = &s->values[index * s->n_values];
+	size_t i;
+
+	for (i = 0; i < s->n_values; i++)
+		dst[i] = cprof_add_wrap(dst[i], values[i]);
+}
+
+int prof_stacks_add_ref(struct prof_stacks *s, uint32_t *entry, uint32_t thread,
+			const struct prof_frame *frames, size_t n_frames, const int64_t *values)
 {
 	struct stack_key key = { .thread = thread, .frames = frames, .n = n_frames };
 	uint32_t hash, ref;
-	int64_t *dst;
-	size_t i, index;
+	size_t index;
 	int err;
 
 	if ((n_frames && !frames) || (s->n_values && !values))
 		return -EINVAL;
-
-	ref = stack_index_find(&s->index, s, &key, &hash);
+	ref = entry ? *entry : 0;
+	/* The caller's word that the frames are those of that entry; its
+	 * thread and depth are checked, cheaply. */
+	if (!ref || ref > s->n_entries || s->entries[ref - 1].thread != thread ||
+	    s->entries[ref - 1].n_frames != n_frames)
+		ref = stack_index_find(&s->index, s, &key, &hash);
 	if (ref) {
 		index = ref - 1;
 	} else {
@@ -168,12 +180,17 @@ int prof_stacks_add(struct prof_stacks *s, uint32_t thread, const struct prof_fr
 		if (err)
 			return err;
 	}
-	if (!s->n_values)
-		return 0;
-	dst = &s->values[index * s->n_values];
-	for (i = 0; i < s->n_values; i++)
-		dst[i] = cprof_add_wrap(dst[i], values[i]);
+	if (entry)
+		*entry = (uint32_t)index + 1;
+	if (s->n_values)
+		add_values(s, index, values);
 	return 0;
+}
+
+int prof_stacks_add(struct prof_stacks *s, uint32_t thread, const struct prof_frame *frames,
+		    size_t n_frames, const int64_t *values)
+{
+	return prof_stacks_add_ref(s, NULL, thread, frames, n_frames, values);
 }
 
 size_t prof_stacks_count(const struct prof_stacks *s)

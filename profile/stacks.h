@@ -34,6 +34,15 @@ void prof_stacks_destroy(struct prof_stacks *s);
 int prof_stacks_add(struct prof_stacks *s, uint32_t thread, const struct prof_frame *frames,
 		    size_t n_frames, const int64_t *values);
 
+/*
+ * prof_stacks_add, remembering the entry: *entry (0 the first time) is set
+ * to the entry the values went to, and a later call given it adds there
+ * without hashing the frames again.  Pass the same thread and frames as
+ * the call that set it, or reset it to 0.  Returns 0, -EINVAL or -ENOMEM.
+ */
+int prof_stacks_add_ref(struct prof_stacks *s, uint32_t *entry, uint32_t thread,
+			const struct prof_frame *frames, size_t n_frames, const int64_t *values);
+
 /* Number of distinct entries. */
 size_t prof_stacks_count(const struct prof_stacks *s);
 

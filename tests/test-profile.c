@@ -676,6 +676,49 @@ static int collect(uint32_t thread, const struct prof_frame *frames, size_t n_fr
 	return s->n == s->stop_at ? 42 : 0;
 }
 
+/* prof_stacks_add_ref: the remembered entry takes the values, and a stale
+ * one (another thread's, another depth) is not trusted. */
+static void test_stacks_ref(void)
+{
+	const struct prof_frame f[3] = {
+		{ 0x401010, 1, 0 }, { 0x401105, 1, 0 }, { 0x7f0000001234, 2, 0 },
+	};
+	const int64_t v[2] = { 1, PERIOD_NS };
+	struct prof_stacks *s;
+	struct seen seen = { .stop_at = -1 };
+	uint32_t e7 = 0, e8 = 0, stale;
+	int i, err = 0;
+
+	if (prof_stacks_create(&s, 2)) {
+		check(false, "prof_stacks_create");
+		return;
+	}
+	for (i = 0; i < 3 && !err; i++)
+		err = prof_stacks_add_ref(s, &e7, 7, f, 3, v);
+	check(err == 0 && e7 == 1 && prof_stacks_count(s) == 1,
+	      "stacks ref: three adds through one entry are one entry (entry %u)", (unsigned)e7);
+	err = prof_stacks_add_ref(s, &e8, 8, f, 3, v);
+	check(err == 0 && e8 == 2 && prof_stacks_count(s) == 2,
+	      "stacks ref: another thread gets its own entry");
+	stale = e7;
+	err = prof_stacks_add_ref(s, &stale, 8, f, 3, v);
+	check(err == 0 && stale == e8 && prof_stacks_count(s) == 2,
+	      "stacks ref: an entry of another thread is not trusted");
+	stale = e7;
+	err = prof_stacks_add_ref(s, &stale, 7, f + 1, 2, v);
+	check(err == 0 && stale == 3 && prof_stacks_count(s) == 3,
+	      "stacks ref: an entry of another depth is not trusted");
+	stale = 99;
+	err = prof_stacks_add_ref(s, &stale, 7, f, 3, v);
+	check(err == 0 && stale == e7 && prof_stacks_count(s) == 3,
+	      "stacks ref: an entry out of range is looked up");
+	prof_stacks_foreach(s, collect, &seen);
+	check(seen.n == 3 && seen.v0[0] == 4 && seen.v1[0] == 4 * PERIOD_NS && seen.v0[1] == 2 &&
+	      seen.v0[2] == 1, "stacks ref: values summed where they belong (%lld %lld %lld)",
+	      (long long)seen.v0[0], (long long)seen.v0[1], (long long)seen.v0[2]);
+	prof_stacks_destroy(s);
+}
+
 static void check_stacks(void)
 {
 	const struct prof_frame f[3] = {
@@ -734,6 +777,7 @@ static void check_stacks(void)
 	check(seen.thread[0] == 7 && seen.v0[0] == 3 && seen.thread[1] == 8,
 	      "stacks: earlier entries survive growth");
 	prof_stacks_destroy(s);
+	test_stacks_ref();
 }
 
 /* ---- one name, several functions -------------------------------------- */
