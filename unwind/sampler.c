@@ -31,10 +31,19 @@
  * ticks after it was last sampled. */
 #define HOT_TICKS 8
 /* cpu mode: CPU time the process used beyond what the threads read every
- * tick account for, above which the others are read too (see tick()). */
+ * tick account for, above which the others are read too (see choose()):
+ * one period's worth, at least this. */
 #define COLD_SLACK_NS 1000000ull
 /* cpu mode: the others are read at least this often anyway. */
 #define COLD_MAX_NS 1000000000ull
+/* cpu mode: the process CPU clock is read at most once a tick, and no
+ * oftener than keeps its cost (the kernel sums every thread for it) under
+ * 1/CLOCK_SHARE of the period. */
+#define CLOCK_SHARE 100
+/* wall mode: a tick reads threads for at most 1/WALL_SHARE of a period,
+ * so cprof stays under that share of a core however many threads there
+ * are; past it, a rotating subset (see choose_wall). */
+#define WALL_SHARE 4
 /* wall mode: at least this many threads a tick, however slow each is. */
 #define WALL_MIN_THREADS 16
 /* The adaptive stack copy (see copy_limit): bytes copied beyond the
@@ -61,6 +70,7 @@ struct samp_thread {
 	struct samp_proc *proc;
 	bool primed;
 	bool have_last;			/* wall: last_frames hold its stack */
+	uint32_t last_entry;		/* wall: its entry in the stacks, 0: unknown */
 	size_t n_last;
 	struct prof_frame *last_frames;
 };
@@ -90,7 +100,8 @@ struct sampler {
 	uint64_t proc_cpu_ns;	/* the traced processes' CPU clocks at the previous tick */
 	size_t clock_procs;	/* ... and how many processes that sum was over */
 	int64_t unexplained_ns;	/* its growth the hot tier did not account for */
-	uint64_t hot_run_ns;	/* this tick: CPU the threads read used since last read */
+	uint64_t hot_run_ns;	/* CPU the threads read used, since the clock was read */
+	uint64_t clock_tick;	/* the tick the clock is read at next */
 	uint64_t cold_read_ns;	/* when every thread was last read */
 	uint64_t tick_ns;	/* when this tick started: wall samples end there */
 	size_t wall_cap;	/* wall: threads a tick can read (see choose_wall) */
@@ -431,8 +442,10 @@ static size_t unwind_snap(struct sampler *s, struct samp_proc *p, const struct s
 	return n;
 }
 
+/* entry: NULL, or the thread's last_entry when f are its last_frames (see
+ * prof_stacks_add_ref). */
 static int add_sample(struct sampler *s, uint32_t label, const struct prof_frame *f, size_t n,
-		      uint64_t value)
+		      uint64_t value, uint32_t *entry)
 {
 	int64_t values[2] = { 1, (int64_t)value };
 	int ret;
@@ -442,7 +455,7 @@ static int add_sample(struct sampler *s, uint32_t label, const struct prof_frame
 	if (s->o.sink) {
 		s->o.sink(label, f, n, values, s->o.sink_arg);
 	} else {
-		ret = prof_stacks_add(s->stacks, label, f, n, values);
+		ret = prof_stacks_add_ref(s->stacks, entry, label, f, n, values);
 		if (ret < 0)
 			return ret;
 	}
@@ -469,6 +482,7 @@ static void remember(struct sampler *s, struct tracer_thread *th, const struct p
 			return;
 	}
 	memcpy(st->last_frames, f, n * sizeof(*f));
+	st->last_entry = 0;
 	st->n_last = n;
 	st->have_last = n > 0;
 }
@@ -515,8 +529,7 @@ static int process_snaps(struct sampler *s)
 			continue;
 		s->stats.ends[end]++;
 		remember(s, tracer_find_thread(s->tracer, sn->tid), s->frames, n);
-		ret = add_sample(s, sn->key, s->frames, n,
-				 sn->cpu_ns);
+		ret = add_sample(s, sn->key, s->frames, n, sn->cpu_ns, NULL);
 		if (ret < 0)
 			return ret;
 	}
@@ -533,12 +546,13 @@ static int process_snaps(struct sampler *s)
 }
 
 /*
- * Wall mode, a thread that is not running: reuse its last stack if it did
- * not run since, else read it in place.  Returns true when sampled (no stop
- * needed).
+ * Wall mode: reuse the thread's last stack if it did not run since, else
+ * read it in place if it is blocked (its syscall file says where; one that
+ * runs, or is stopped outside a system call, says nothing we can use).
+ * Returns true when sampled (no stop needed).
  */
 static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
-			    const struct procfs_sched *now, char state)
+			    const struct procfs_sched *now)
 {
 	struct samp_thread *st = th->user;
 	struct samp_proc *p = st->proc;
@@ -551,10 +565,9 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 
 	if (st->have_last && procfs_sched_same(&st->captured, now)) {
 		s->stats.samples_reused++;
-		return add_sample(s, st->label, st->last_frames, st->n_last, wall_value(s, st)) == 0;
+		return add_sample(s, st->label, st->last_frames, st->n_last, wall_value(s, st),
+				  &st->last_entry) == 0;
 	}
-	if (state == 'R' || state == 'T' || state == 't')
-		return false;
 	fd = procfs_task_fd(fds, &th->task, PROCFS_SYSCALL);
 	if (fd < 0 || !p->unwinder ||
 	    snap_capture_in_place(&s->blocked, p->pid, th->tid, fd, &p->maps, NULL) < 0)
@@ -570,7 +583,7 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 	s->stats.samples_unstopped++;
 	s->stats.ends[end]++;
 	remember(s, th, s->frames, n);
-	return add_sample(s, st->label, s->frames, n, wall_value(s, st)) == 0;
+	return add_sample(s, st->label, s->frames, n, wall_value(s, st), &st->last_entry) == 0;
 }
 
 /* Decides whether th must be interrupted this tick (and samples it in
@@ -580,7 +593,7 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	struct samp_thread *st = th->user;
 	struct procfs_fdcache *fds = tracer_fds(s->tracer);
 	struct procfs_sched sc;
-	struct procfs_stat ps;
+	char comm[64];
 
 	if (!st || th->pending || th->held)
 		return false;
@@ -597,25 +610,34 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 		st->primed = true;
 	}
 	if (s->o.mode == SAMPLER_CPU) {
+		bool ran = sc.run_ns != st->read_run_ns;
+
 		s->hot_run_ns += sc.run_ns - st->read_run_ns;
 		st->read_run_ns = sc.run_ns;
-		if (th->listening || sc.run_ns == st->sampled_run_ns)
+		/* Only a thread that ran since it was last read can be running
+		 * now (or one woken and not yet on a CPU: it is seen once it
+		 * ran).  One that did not keeps its CPU since its last sample
+		 * for the sample that comes when it is next found running. */
+		if (th->listening || !ran || sc.run_ns == st->sampled_run_ns)
 			return false;
-		if (procfs_task_stat(fds, &th->task, &ps) < 0 || ps.state != 'R')
+		if (procfs_task_running(fds, &th->task) != 1)
 			return false;
-		update_label(s, th, ps.comm);
+		/* Its name now: threads rename. */
+		if (procfs_task_comm(fds, &th->task, comm, sizeof(comm)) == 0)
+			update_label(s, th, comm);
 		st->seen_run_ns = sc.run_ns;
 		st->hot_tick = s->stats.ticks + HOT_TICKS;
 		return true;
 	}
 	if (st->have_last && procfs_sched_same(&st->captured, &sc)) {
-		sample_in_place(s, th, &sc, 'S');
+		sample_in_place(s, th, &sc);
 		return false;
 	}
-	if (procfs_task_stat(fds, &th->task, &ps) < 0)
+	if (procfs_task_comm(fds, &th->task, comm, sizeof(comm)) < 0)
 		return false;
-	update_label(s, th, ps.comm);
-	if (sample_in_place(s, th, &sc, ps.state))
+	update_label(s, th, comm);
+	/* Whether it runs, the syscall file read in place tells. */
+	if (sample_in_place(s, th, &sc))
 		return false;
 	st->seen_run_ns = sc.run_ns;
 	st->captured = sc;
@@ -680,13 +702,17 @@ static bool read_proc_clock(struct sampler *s, uint64_t *ns, size_t *procs)
  * the same thing (a task's sum_exec_runtime), and each thread's reads
  * telescope, so the difference summed over ticks is the CPU the other
  * threads used, up to the few microseconds the reads of one tick are
- * apart: past COLD_SLACK_NS of it, or COLD_MAX_NS after the last full
- * read, every thread is read.  Nothing is lost: a thread's value is its
- * CPU time since its previous sample, whenever that sample comes.
+ * apart: past one period's worth of it (the resolution of the profile,
+ * COLD_SLACK_NS at least), or COLD_MAX_NS after the last full read, every
+ * thread is read.  Nothing is lost: a thread's value is its CPU time since
+ * its previous sample, whenever that sample comes.  The clock costs the
+ * kernel a walk over every thread, so with many threads or a high rate it
+ * is read every few ticks (CLOCK_SHARE); the hot tier's reads add up in
+ * between.
  */
 /*
  * wall mode: every thread is sampled at every tick while a tick can read
- * them all within half a period; beyond that (thousands of threads, or a
+ * them all within 1/WALL_SHARE of a period; beyond that (thousands of threads, or a
  * high rate) a rotating subset of wall_cap threads, adjusted from the
  * measured cost of a thread, so the ticks keep their rate.  Each sample
  * then stands for the time since its thread's previous one (wall_value):
@@ -718,14 +744,14 @@ static size_t choose_wall(struct sampler *s, size_t n)
 }
 
 /* wall mode, after a tick that read `visited` threads in tick_ns: the
- * number of threads the next ones can read in half a period. */
+ * number of threads the next ones can read in 1/WALL_SHARE of a period. */
 static void adapt_wall_cap(struct sampler *s, size_t n, uint64_t tick_ns)
 {
 	uint64_t per = s->wall_visited ? tick_ns / s->wall_visited : 0, want;
 
 	if (!per)
 		return;
-	want = s->period_ns / 2 / per;
+	want = s->period_ns / WALL_SHARE / per;
 	/* smoothed: one slow tick (a page fault, a preemption) must not halve it */
 	want = s->wall_cap ? (3 * (uint64_t)s->wall_cap + want) / 4 : want;
 	if (want < WALL_MIN_THREADS)
@@ -733,30 +759,46 @@ static void adapt_wall_cap(struct sampler *s, size_t n, uint64_t tick_ns)
 	s->wall_cap = want >= n ? 0 : (size_t)want;
 }
 
+/* cpu mode: reads the process CPU clock, and schedules the next read so
+ * that reading it costs under 1/CLOCK_SHARE of the time. */
+static bool read_clock_paced(struct sampler *s, uint64_t *clock, size_t *procs)
+{
+	uint64_t t0 = cprof_now_ns(), cost;
+	bool ok = read_proc_clock(s, clock, procs);
+
+	cost = cprof_now_ns() - t0;
+	s->clock_tick = s->stats.ticks + 1 + cost * CLOCK_SHARE / s->period_ns;
+	return ok;
+}
+
 static size_t choose(struct sampler *s, size_t n)
 {
 	uint64_t now = cprof_now_ns(), clock = 0;
+	uint64_t slack = s->period_ns > COLD_SLACK_NS ? s->period_ns : COLD_SLACK_NS;
 	size_t i, chosen = 0, procs = 0;
-	bool all = s->read_all, have_clock;
+	bool all, checked = false;
 
 	s->tick_ns = now;
 	if (s->o.mode == SAMPLER_WALL)
 		return choose_wall(s, n);
 
-	have_clock = !all && read_proc_clock(s, &clock, &procs);
-	/* A process that came or went changes what the clock sums. */
-	if (!have_clock || procs != s->clock_procs || now - s->cold_read_ns >= COLD_MAX_NS)
-		all = true;
-	s->hot_run_ns = 0;
+	all = s->read_all || now - s->cold_read_ns >= COLD_MAX_NS;
+	/* A full read sets a new baseline: the clock is read with it. */
+	if (all || s->stats.ticks >= s->clock_tick) {
+		checked = true;
+		/* A process that came or went changes what the clock sums. */
+		if (!read_clock_paced(s, &clock, &procs) || procs != s->clock_procs)
+			all = true;
+	}
 	for (i = 0; i < n; i++) {
 		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
 
 		if ((all || is_hot(s, th)) && wants_stop(s, th))
 			s->pick[chosen++] = th->tid;
 	}
-	if (!all) {
+	if (checked && !all) {
 		s->unexplained_ns += (int64_t)(clock - s->proc_cpu_ns) - (int64_t)s->hot_run_ns;
-		if (s->unexplained_ns > (int64_t)COLD_SLACK_NS) {
+		if (s->unexplained_ns > (int64_t)slack) {
 			all = true;
 			for (i = 0; i < n; i++) {
 				struct tracer_thread *th = tracer_thread_at(s->tracer, i);
@@ -771,8 +813,11 @@ static size_t choose(struct sampler *s, size_t n)
 		s->cold_read_ns = now;
 		s->stats.full_reads++;
 	}
-	s->proc_cpu_ns = clock;
-	s->clock_procs = procs;
+	if (checked) {
+		s->hot_run_ns = 0;
+		s->proc_cpu_ns = clock;
+		s->clock_procs = procs;
+	}
 	return chosen;
 }
 
