@@ -12,7 +12,7 @@ static void attach_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof attach -p PID [-d DURATION] [-o FILE] [-f pprof|collapsed|svg]\n"
 		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
-		"                    [--stack-size BYTES]\n"
+		"                    [--stack-size BYTES] [--sched auto|rt|normal]\n"
 		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
 		"                    [--children]\n"
 		"\n"
@@ -32,6 +32,10 @@ static void attach_usage(FILE *f)
 		"                         thread (default): one at a time; process: the sampled\n"
 		"                         threads together (one instant)\n"
 		"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k)\n"
+		"      --sched auto|rt|normal\n"
+		"                         the sampling thread's scheduling: auto (default):\n"
+		"                         real-time when permitted, else nice -10; rt: real-time\n"
+		"                         or exit; normal: never real-time\n"
 		"      --debuginfod-timeout D\n"
 		"                         bound of one debuginfo download from DEBUGINFOD_URLS\n"
 		"                         (default 5s; a run's downloads get six times that)\n"
@@ -94,6 +98,8 @@ int cmd_attach(int argc, char **argv)
 		cli_error("cannot write '%s': %s", a.output, strerror(-ret));
 		return CPROF_EXIT_FATAL;
 	}
+	if (cli_session_check_sched(&a) != CPROF_EXIT_OK)
+		return CPROF_EXIT_FATAL;
 	snprintf(what, sizeof(what), "attach -p %d", (int)pid);
 	return cli_session_run(&a, pid, what, NULL, NULL, NULL);
 }

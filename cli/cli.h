@@ -61,6 +61,13 @@ enum cli_format {
 	CLI_FORMAT_SVG,		/* an interactive flame graph */
 };
 
+/* --sched: the sampling thread's scheduling policy. */
+enum cli_sched {
+	CLI_SCHED_AUTO,		/* real-time when permitted, else nice -10 */
+	CLI_SCHED_RT,		/* real-time, or refuse to start */
+	CLI_SCHED_NORMAL,	/* nice -10 when permitted, never real-time */
+};
+
 /* Sampling options shared by attach and record. */
 struct cli_session {
 	unsigned hz;
@@ -68,6 +75,7 @@ struct cli_session {
 	size_t stack_size;
 	enum sampler_mode mode;
 	enum sampler_stop stop;
+	enum cli_sched sched;
 	enum cli_format format;
 	const char *output;
 	char default_output[64];
@@ -89,6 +97,7 @@ enum cli_opt_status cli_session_opt_hz(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_stack_size(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_mode(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_stop(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_sched(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *arg);
 
 /* The option table entries attach and record share, on the session *s. */
@@ -100,10 +109,15 @@ enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *
 	CLI_OPTION_CALLBACK(0, "stack-size", (s), cli_session_opt_stack_size), \
 	CLI_OPTION_CALLBACK(0, "mode", (s), cli_session_opt_mode), \
 	CLI_OPTION_CALLBACK(0, "stop", (s), cli_session_opt_stop), \
+	CLI_OPTION_CALLBACK(0, "sched", (s), cli_session_opt_sched), \
 	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
 	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \
 	CLI_OPTION_BOOL('q', "quiet", &(s)->quiet), \
 	CLI_OPTION_BOOL(0, "json", &(s)->json)
+
+/* With --sched rt, whether real-time scheduling is permitted: returns
+ * CPROF_EXIT_OK, or CPROF_EXIT_FATAL once reported. */
+int cli_session_check_sched(const struct cli_session *a);
 
 /* Defaults that depend on the pid; checks option combinations.  Returns
  * CLI_PARSE_OK, or CLI_PARSE_ERROR once reported (exit 64). */

@@ -28,7 +28,7 @@ static void record_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof record [-d DURATION] [-o FILE] [-f pprof|collapsed|svg]\n"
 		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
-		"                    [--stack-size BYTES]\n"
+		"                    [--stack-size BYTES] [--sched auto|rt|normal]\n"
 		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
 		"                    [--no-children] [--inproc] -- COMMAND [ARG...]\n"
 		"\n"
@@ -43,6 +43,8 @@ static void record_usage(FILE *f)
 		"      --stop thread|process\n"
 		"                         as for attach\n"
 		"      --stack-size N     bytes of stack copied per sample (default 64k)\n"
+		"      --sched auto|rt|normal\n"
+		"                         as for attach\n"
 		"      --debuginfod-timeout D\n"
 		"                         bound of one debuginfo download from DEBUGINFOD_URLS\n"
 		"                         (default 5s; a run's downloads get six times that)\n"
@@ -395,6 +397,8 @@ int cmd_record(int argc, char **argv)
 		cli_error("cannot write '%s': %s", a.output, strerror(-ret));
 		return CPROF_EXIT_FATAL;
 	}
+	if (!inproc && cli_session_check_sched(&a) != CPROF_EXIT_OK)
+		return CPROF_EXIT_FATAL;
 	return inproc ? record_inproc(&a, argv + first) :
 			cli_record_ptrace(&a, argv + first, NULL, NULL);
 }

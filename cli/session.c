@@ -118,9 +118,11 @@ static void format_comments(char line[N_COMMENTS][COMMENT_MAX], const struct cli
 		 (unsigned long long)tracer_stop_percentile(t, 50),
 		 (unsigned long long)tracer_stop_percentile(t, 99),
 		 (unsigned long long)t->stop_ns_max, t->stopped_fraction_max, mean_fraction(t));
-	snprintf(line[3], COMMENT_MAX, "cprof_cpu_ns=%llu (%.2f%% of one CPU)",
+	snprintf(line[3], COMMENT_MAX, "cprof_cpu_ns=%llu (%.2f%% of one CPU) sched=%s%s%s",
 		 (unsigned long long)st->cprof_cpu_ns,
-		 st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0);
+		 st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
+		 prio_policy_name(t->sched_policy), t->sched_drop ? " dropped=" : "",
+		 t->sched_drop ? prio_drop_name(t->sched_drop) : "");
 	memcpy(line[4], "unwind ", 7);
 	format_ends(line[4] + 7, COMMENT_MAX - 7, st, fresh, false);
 }
@@ -427,6 +429,23 @@ static void print_processes(const struct sampler *s, const struct sampler_stats 
 		sampled > n_top ? " (the others: --json)" : "");
 }
 
+/* The sampling thread's scheduling policy, as the summary line says it. */
+static const char *sched_text(const struct tracer_stats *t)
+{
+	if (t->sched_policy == PRIO_RT) {
+		switch (t->sched_drop) {
+		case PRIO_DROP_RTTIME:
+			return "real-time until it ran too long without a pause";
+		case PRIO_DROP_SHARE:
+			return "real-time until it used too much of a CPU";
+		case PRIO_KEPT:
+			break;
+		}
+		return "real-time";
+	}
+	return t->sched_policy == PRIO_NICE ? "at nice -10" : "at normal priority";
+}
+
 static void print_summary(const struct cli_session *a, const struct sampler_stats *st)
 {
 	const struct tracer_stats *t = &st->tracer;
@@ -444,7 +463,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		"cprof: wrote %s: %llu samples (%s) from %llu threads in %.2f s%s; "
 		"stops p50 %.1f us, p99 %.1f us, max %.1f us; a thread spent at most %.3f%% of "
 		"its time stopped (mean %.3f%%); stack copies %llu full, %llu short, %llu short "
-		"that ran out; cprof used %.1f%% of a CPU%s\n",
+		"that ran out; cprof used %.1f%% of a CPU, its sampling thread %s%s\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
 		(unsigned long long)st->samples, incomplete,
 		(unsigned long long)t->threads_seen, (double)st->elapsed_ns / 1e9,
@@ -455,7 +474,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		(unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
 		(unsigned long long)st->copies_short_ran_out,
 		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
-		rotated);
+		sched_text(t), rotated);
 }
 
 /* The modules left without debuginfo, as a JSON array of objects. */
@@ -515,7 +534,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
 	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"stack_copies\": {\"full\": %llu, "
 	       "\"short\": %llu, \"short_ran_out\": %llu}, \"signals_reinjected\": %llu, "
-	       "\"boosted\": %s, \"target_exited\": %s, \"debuginfo_missing\": ",
+	       "\"boosted\": %s, \"sched\": \"%s\", \"sched_dropped\": %s%s%s, "
+	       "\"target_exited\": %s, \"debuginfo_missing\": ",
 	       (unsigned long long)st->elapsed_ns, (unsigned long long)st->samples,
 	       (unsigned long long)(fresh - st->samples_unstopped),
 	       (unsigned long long)st->samples_unstopped, (unsigned long long)st->samples_reused,
@@ -530,6 +550,9 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       t->stopped_fraction_max, mean_fraction(t), (unsigned long long)st->cprof_cpu_ns,
 	       ends, (unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
 	       (unsigned long long)st->copies_short_ran_out, (unsigned long long)t->signals_reinjected, st->boosted ? "true" : "false",
+	       prio_policy_name(t->sched_policy), prio_drop_name(t->sched_drop) ? "\"" : "",
+	       prio_drop_name(t->sched_drop) ? prio_drop_name(t->sched_drop) : "null",
+	       prio_drop_name(t->sched_drop) ? "\"" : "",
 	       st->target_exited ? "true" : "false");
 	print_json_missing(live);
 	fputs(", \"processes\": ", stdout);
@@ -587,7 +610,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		.stack_size = a->stack_size,
 		.mode = a->mode,
 		.stop = a->stop,
-		.tracer_flags = a->tracer_flags,
+		.tracer_flags = a->tracer_flags | (a->sched == CLI_SCHED_NORMAL ? 0 : TRACER_RT),
 		.after_attach = after_attach,
 		.after_attach_arg = arg,
 	};

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "unwind/priority.h"
 
 #define MAX_HZ 1000
 #define MIN_STACK (4u << 10)
@@ -146,6 +147,37 @@ enum cli_opt_status cli_session_opt_stop(void *value, const char *arg)
 	cli_error("invalid stop policy '%s': thread (one at a time) or process "
 		  "(the sampled threads together)", arg);
 	return CLI_OPT_INVALID;
+}
+
+enum cli_opt_status cli_session_opt_sched(void *value, const char *arg)
+{
+	static const struct choice policies[] = {
+		{ "auto", CLI_SCHED_AUTO }, { "rt", CLI_SCHED_RT }, { "normal", CLI_SCHED_NORMAL },
+	};
+	struct cli_session *a = value;
+	int v;
+
+	if (choose(policies, sizeof(policies) / sizeof(policies[0]), arg, &v)) {
+		a->sched = (enum cli_sched)v;
+		return CLI_OPT_TAKEN;
+	}
+	cli_error("invalid scheduling policy '%s': auto (real-time when permitted), rt "
+		  "(real-time or nothing) or normal (never real-time)", arg);
+	return CLI_OPT_INVALID;
+}
+
+int cli_session_check_sched(const struct cli_session *a)
+{
+	int ret;
+
+	if (a->sched != CLI_SCHED_RT)
+		return CPROF_EXIT_OK;
+	ret = prio_rt_permitted();
+	if (ret == 0)
+		return CPROF_EXIT_OK;
+	cli_error("cannot use real-time scheduling: %s (it needs root, CAP_SYS_NICE or an "
+		  "RLIMIT_RTPRIO of at least 1; --sched auto falls back to nice -10)", strerror(-ret));
+	return CPROF_EXIT_FATAL;
 }
 
 enum cli_parse_result cli_session_finish_args(struct cli_session *a, const char *cmd, pid_t pid)

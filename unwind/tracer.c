@@ -21,6 +21,7 @@
 #include "lib/hash.h"
 #include "lib/htab.h"
 #include "process/procfs.h"
+#include "unwind/priority.h"
 #include "unwind/tracer.h"
 
 #define SEIZE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
@@ -54,11 +55,6 @@ struct tracer {
 	uint64_t spin_ns;
 	struct tracer_stats stats;
 };
-
-bool tracer_boost_thread(void)
-{
-	return setpriority(PRIO_PROCESS, (id_t)gettid(), -10) == 0;
-}
 
 static uint32_t tid_hash(const struct tracer *t, const pid_t *tid)
 {
@@ -718,6 +714,8 @@ static int wait_signal(struct tracer *t, uint64_t timeout_ns)
 	struct pollfd pfd = { .fd = t->sigfd, .events = POLLIN };
 	struct timespec ts;
 
+	/* Each wait is the watchdog's turn (unwind/priority.h). */
+	prio_watch(cprof_now_ns());
 	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
 	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
 	if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
@@ -917,16 +915,20 @@ static void *tracing_thread(void *arg)
 {
 	struct run_ctx *x = arg;
 	uint64_t cpu0 = thread_cpu_ns();
-	bool boosted = tracer_boost_thread();
+	enum prio_policy policy = prio_enter(x->flags & TRACER_RT ? PRIO_RT : PRIO_NICE);
 	struct tracer *t = NULL;
 
 	x->ret = tracer_attach(&t, x->pid, x->flags, x->ops, x->arg);
-	if (x->ret < 0)
+	if (x->ret < 0) {
+		prio_leave();
 		return NULL;	/* the exit releases what attach seized */
+	}
 	x->attached = true;
-	t->stats.boosted = boosted;
+	t->stats.sched_policy = policy;
+	t->stats.boosted = policy != PRIO_NORMAL;
 	x->ret = x->fn(t, x->arg);
 	t->stats.thread_cpu_ns = thread_cpu_ns() - cpu0;
+	t->stats.sched_drop = prio_leave();
 	tracer_release(t, &x->stats);
 	/* Returning ends this thread: the kernel detaches the target here. */
 	return NULL;

@@ -17,6 +17,7 @@
 #include <sys/user.h>
 
 #include "process/procfs.h"
+#include "unwind/priority.h"
 
 struct tracer;
 
@@ -75,6 +76,8 @@ struct tracer_stats {
 	uint64_t threads_seen;
 	uint64_t thread_cpu_ns;	/* CPU time of the tracing thread (tracer_run) */
 	bool boosted;		/* the tracing thread runs at raised priority */
+	enum prio_policy sched_policy;	/* the tracing thread's, from the start */
+	enum prio_drop sched_drop;	/* whether a real-time policy was dropped, why */
 };
 
 enum {
@@ -92,6 +95,9 @@ enum {
 	 * follow new ones.  A descendant that cannot be seized (gone, or
 	 * not permitted: a setuid program) is left alone. */
 	TRACER_DESCENDANTS = 1 << 1,
+	/* The tracing thread real-time when permitted (unwind/priority.h);
+	 * without it, nice -10 when permitted. */
+	TRACER_RT = 1 << 2,
 };
 
 /*
@@ -101,9 +107,10 @@ enum {
  * SIGINT, SIGTERM and SIGHUP in the calling thread (the tracing thread
  * inherits the mask and reads them from a signalfd, so a Ctrl-C during
  * attach is not lost), starts the tracing thread and waits for it.  That
- * thread raises its priority when allowed (tracer_boost_thread), seizes
- * every thread of pid (rescanning /proc/PID/task until two passes find
- * none new), calls fn(t, arg), then lets go of every thread and exits.
+ * thread raises its priority when allowed (unwind/priority.h: nice -10, or
+ * real-time with TRACER_RT), seizes every thread of pid (rescanning
+ * /proc/PID/task until two passes find none new), calls fn(t, arg), then
+ * lets go of every thread and exits.
  *
  * Letting go is the thread's exit: the kernel detaches a tracer's tracees
  * when the tracing thread exits, which interrupts nothing (a thread blocked
@@ -202,13 +209,5 @@ void tracer_stats_add_stop(struct tracer_stats *st, uint64_t d);
  * lower bound of the histogram bucket it falls in (buckets are 12.5%
  * wide). */
 uint64_t tracer_stop_percentile(const struct tracer_stats *st, double p);
-
-/*
- * Raises the calling thread's priority (nice -10) when allowed.  A thread
- * stopped for a sample waits until the tracing thread is scheduled to copy
- * and resume it; on a busy machine that wait is the stop (doc/ptrace.md).
- * Returns whether it worked (it needs CAP_SYS_NICE or root).
- */
-bool tracer_boost_thread(void);
 
 #endif
