@@ -451,18 +451,27 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 	const struct tracer_stats *t = &st->tracer;
 	char incomplete[200];
 	char rotated[96] = "";
+	char signals[128] = "";
 
 	/* Wall mode with more threads than a tick can read: say at what rate
 	 * each was really sampled (the values stay unbiased). */
 	if (st->ticks_rotated)
 		snprintf(rotated, sizeof(rotated), "; each thread sampled at %.1f Hz of %u",
 			 st->effective_hz, a->hz);
+	/* A signal to a traced thread waits in its delivery-stop until cprof
+	 * passes it on: say how long that took. */
+	if (t->signals_reinjected)
+		snprintf(signals, sizeof(signals),
+			 "; %llu signals passed on, turnaround p50 %.1f us, p99 %.1f us",
+			 (unsigned long long)t->signals_reinjected,
+			 (double)tracer_signal_percentile(t, 50) / 1e3,
+			 (double)tracer_signal_percentile(t, 99) / 1e3);
 
 	format_incomplete(incomplete, sizeof(incomplete), st);
 	fprintf(stderr,
 		"cprof: wrote %s: %llu samples (%s) from %llu threads in %.2f s%s; "
 		"stops p50 %.1f us, p99 %.1f us, max %.1f us; a thread spent at most %.3f%% of "
-		"its time stopped (mean %.3f%%); stack copies %llu full, %llu short, %llu short "
+		"its time stopped (mean %.3f%%)%s; stack copies %llu full, %llu short, %llu short "
 		"that ran out; cprof used %.1f%% of a CPU, its sampling thread %s%s\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
 		(unsigned long long)st->samples, incomplete,
@@ -470,7 +479,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		st->target_exited ? " (the process exited)" : "",
 		(double)tracer_stop_percentile(t, 50) / 1e3,
 		(double)tracer_stop_percentile(t, 99) / 1e3, (double)t->stop_ns_max / 1e3,
-		100 * t->stopped_fraction_max, 100 * mean_fraction(t),
+		100 * t->stopped_fraction_max, 100 * mean_fraction(t), signals,
 		(unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
 		(unsigned long long)st->copies_short_ran_out,
 		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
@@ -534,6 +543,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
 	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"stack_copies\": {\"full\": %llu, "
 	       "\"short\": %llu, \"short_ran_out\": %llu}, \"signals_reinjected\": %llu, "
+	       "\"signal_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, \"total\": %llu}, "
+	       "\"samples_signal_entry\": %llu, "
 	       "\"boosted\": %s, \"sched\": \"%s\", \"sched_dropped\": %s%s%s, "
 	       "\"target_exited\": %s, \"debuginfo_missing\": ",
 	       (unsigned long long)st->elapsed_ns, (unsigned long long)st->samples,
@@ -549,7 +560,11 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)t->stop_ns_max, (unsigned long long)t->stop_ns_total,
 	       t->stopped_fraction_max, mean_fraction(t), (unsigned long long)st->cprof_cpu_ns,
 	       ends, (unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
-	       (unsigned long long)st->copies_short_ran_out, (unsigned long long)t->signals_reinjected, st->boosted ? "true" : "false",
+	       (unsigned long long)st->copies_short_ran_out, (unsigned long long)t->signals_reinjected,
+	       (unsigned long long)tracer_signal_percentile(t, 50),
+	       (unsigned long long)tracer_signal_percentile(t, 99),
+	       (unsigned long long)t->signal_ns_max, (unsigned long long)t->signal_ns_total,
+	       (unsigned long long)st->samples_signal_entry, st->boosted ? "true" : "false",
 	       prio_policy_name(t->sched_policy), prio_drop_name(t->sched_drop) ? "\"" : "",
 	       prio_drop_name(t->sched_drop) ? prio_drop_name(t->sched_drop) : "null",
 	       prio_drop_name(t->sched_drop) ? "\"" : "",

@@ -16,6 +16,7 @@
 #include "process/procfs.h"
 #include "unwind/procs.h"
 #include "unwind/sampler.h"
+#include "unwind/sigframe.h"
 #include "unwind/snapshot.h"
 
 /* Re-read maps at most this often (see needs_maps_retry). */
@@ -327,6 +328,12 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	if (snap_capture_limited(sn, p->pid, th->tid, &th->regs, &p->maps,
 				 copy_limit(st, th->regs.rsp, s->o.stack_size)) < 0)
 		return false;
+	/* A signal came since the last sample: this stop may be at its
+	 * handler's first instruction, and then the time since that sample
+	 * was used by the code the signal interrupted (and the kernel's
+	 * delivery), not by a handler that has not run yet. */
+	if (th->last_signal && sigframe_leave_handler(sn, p->pid, th->last_signal, &p->maps))
+		s->stats.samples_signal_entry++;
 	if (procs_pc_unknown(p, sn->regs.rip) && proc_maps_read(p->pid, &p->stop_maps) == 0) {
 		/* Still stopped: a library mapped for a moment (dlopen and
 		 * dlclose in a loop) is in the maps now and may be gone once

@@ -77,6 +77,10 @@ struct sampler_stats {
 	uint64_t samples;
 	uint64_t samples_reused; /* wall mode: stack unchanged, capture reused */
 	uint64_t samples_unstopped; /* wall mode: read while blocked, no stop */
+	/* Stopped at a signal handler's first instruction, the signal having
+	 * come between the interrupt and its stop: taken in the code the
+	 * signal interrupted (sigframe_leave_handler). */
+	uint64_t samples_signal_entry;
 	uint64_t sched_reads;	/* threads' schedstat read */
 	uint64_t full_reads;	/* ticks that read every thread (cpu: not only the hot tier) */
 	uint64_t ticks_rotated;	/* wall: ticks that read only a rotating subset */

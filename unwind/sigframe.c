@@ -20,6 +20,10 @@ enum {
 /* ucontext: uc_flags, uc_link, then uc_stack { ss_sp, ss_flags, ss_size }. */
 #define UC_SS_SP 16
 #define UC_SS_SIZE 32
+/* Signal numbers are 1..SIGFRAME_NSIG. */
+#define SIGFRAME_NSIG 64
+/* Nested handler entries followed at most (see sigframe_leave_handler). */
+#define SIGFRAME_MAX_NESTED 8
 
 bool sigframe_is_restorer_code(const uint8_t code[SIGFRAME_RESTORER_LEN])
 {
@@ -132,4 +136,108 @@ int sigframe_capture(struct snap *s, pid_t pid, const struct proc_maps *maps)
 	if (!code || !(code->perms & PROC_MAP_X) || !stack || (stack->perms & PROC_MAP_X))
 		return 0;
 	return copy_second(s, pid, stack, sp);
+}
+
+/* Whether the code at addr in process pid is a restorer. */
+static bool restorer_at(pid_t pid, uint64_t addr)
+{
+	uint8_t code[SIGFRAME_RESTORER_LEN];
+	struct iovec l = { .iov_base = code, .iov_len = sizeof(code) };
+	struct iovec r = { .iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(code) };
+
+	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(code) &&
+	       sigframe_is_restorer_code(code);
+}
+
+/* s's second copy becomes its first (and the other way round): the copy
+ * of the stack that holds the new SP. */
+static void swap_copies(struct snap *s, const struct proc_maps *maps)
+{
+	const struct proc_map *m = proc_maps_find(maps, s->stack2_start);
+	uint8_t *buf = s->stack;
+	uint64_t start = s->stack_start;
+	size_t len = s->stack_len;
+
+	s->stack = s->stack2;
+	s->stack_start = s->stack2_start;
+	s->stack_len = s->stack2_len;
+	s->stack2 = buf;
+	s->stack2_start = start;
+	s->stack2_len = len;
+	s->sp_unmapped = !m;
+	s->stack_short = m && m->end - s->stack_start > s->stack_len;
+}
+
+/*
+ * One level of sigframe_leave_handler: s at the entry of the handler of
+ * signal sig (0: of any signal) becomes the capture of the code that signal
+ * interrupted.  Returns false, s unchanged, when it is not at such an entry
+ * or the interrupted stack cannot be copied.
+ */
+static bool leave_one(struct snap *s, pid_t pid, int sig, const struct proc_maps *maps)
+{
+	const size_t uc = 8;	/* the restorer's address comes first */
+	const struct proc_map *m;
+	struct user_regs_struct r;
+	uint64_t gregs[SIGFRAME_GREGS], sp = s->regs.rsp;
+
+	/* The siginfo is written only for SA_SIGINFO handlers: not checked. */
+	if (s->regs_partial || s->stack_start != sp ||
+	    s->stack_len < uc + SIGFRAME_GREGS_OFFSET + sizeof(gregs))
+		return false;
+	if ((sig ? s->regs.rdi != (unsigned long long)sig : s->regs.rdi - 1 >= SIGFRAME_NSIG) ||
+	    s->regs.rdx != sp + uc || s->regs.rsi != sp + uc + SIGFRAME_UCONTEXT_SIZE ||
+	    s->regs.rax != 0 || !restorer_at(pid, word(s, 0)))
+		return false;
+	memcpy(gregs, s->stack + uc + SIGFRAME_GREGS_OFFSET, sizeof(gregs));
+	sigframe_regs(gregs, &r);
+	if (!r.rsp || !r.rip)
+		return false;
+	if (r.rsp >= s->stack_start && r.rsp < s->stack_start + s->stack_len) {
+		size_t skip = (size_t)(r.rsp - s->stack_start);
+
+		memmove(s->stack, s->stack + skip, s->stack_len - skip);
+		s->stack_start = r.rsp;
+		s->stack_len -= skip;
+	} else {
+		/* On an alternate signal stack: the interrupted stack is
+		 * elsewhere, copied already by sigframe_capture, or now. */
+		if (!s->stack2_len || s->stack2_start != r.rsp) {
+			m = proc_maps_find(maps, r.rsp);
+			if (!m || (m->perms & (PROC_MAP_W | PROC_MAP_X)) != PROC_MAP_W ||
+			    copy_second(s, pid, m, r.rsp) < 0 || !s->stack2_len ||
+			    s->stack2_start != r.rsp)
+				return false;
+		}
+		swap_copies(s, maps);
+	}
+	/* The segment and base registers are the thread's, not the frame's. */
+	r.fs_base = s->regs.fs_base;
+	r.gs_base = s->regs.gs_base;
+	r.cs = s->regs.cs;
+	r.ss = s->regs.ss;
+	r.ds = s->regs.ds;
+	r.es = s->regs.es;
+	r.fs = s->regs.fs;
+	r.gs = s->regs.gs;
+	r.eflags = s->regs.eflags;
+	r.orig_rax = (unsigned long long)-1;
+	s->regs = r;
+	return true;
+}
+
+bool sigframe_leave_handler(struct snap *s, pid_t pid, int sig, const struct proc_maps *maps)
+{
+	int depth;
+
+	if (sig <= 0 || !leave_one(s, pid, sig, maps))
+		return false;
+	/* Signals delivered one after another before the thread ran again
+	 * stack their frames: the code the last one interrupted may be the
+	 * entry of the handler of the one before. */
+	for (depth = 1; depth < SIGFRAME_MAX_NESTED && leave_one(s, pid, 0, maps); depth++)
+		;
+	if (!s->stack2_len)
+		sigframe_capture_vdso_caller(s, pid, maps);
+	return true;
 }

@@ -12,6 +12,10 @@
  *    delivered stops exactly there;
  *  - at unwind time, the registers of the interrupted code, read from the
  *    ucontext, so the walk goes on from them.
+ * A sample the tracer knows was stopped at a handler's entry because a
+ * signal came between its interrupt and its stop is instead made a capture
+ * of the interrupted code (sigframe_leave_handler): the CPU time it stands
+ * for was used there, not in a handler that has not run yet.
  * The same second region serves Go's calls into the vdso (time.now,
  * runtime.nanotime1), made on the g0 stack with the goroutine's SP in %r12.
  */
@@ -46,6 +50,24 @@ int sigframe_capture(struct snap *s, pid_t pid, const struct proc_maps *maps);
  */
 int sigframe_capture_vdso_caller(struct snap *s, pid_t pid, const struct proc_maps *maps);
 
+/*
+ * When s (just captured, thread still stopped) is at the first instruction
+ * of the handler of signal sig, on the frame the kernel built for it, makes
+ * s the capture of the code the signal interrupted: the registers saved in
+ * the frame's ucontext, and the stack from their SP (the part of the copy
+ * above it; on an alternate signal stack, the interrupted stack that
+ * sigframe_capture copied).  The kernel builds the frame below the
+ * interrupted SP, so what lies above it is as the interrupted code left it.
+ * At such an entry the kernel has set %rdi to the signal, %rax to 0, %rsi
+ * and %rdx to the frame's siginfo and ucontext, and [%rsp] is the
+ * restorer: all are checked, and the restorer's code read (one
+ * process_vm_readv).  Signals delivered one after another before the
+ * thread ran again stack their frames: the entries of the handlers below
+ * are left the same way.  Returns true when s was changed; s is left as it
+ * was otherwise.
+ */
+bool sigframe_leave_handler(struct snap *s, pid_t pid, int sig, const struct proc_maps *maps);
+
 /* Bytes of code at a restorer: mov $15 (rt_sigreturn),%rax; syscall. */
 #define SIGFRAME_RESTORER_LEN 9
 bool sigframe_is_restorer_code(const uint8_t code[SIGFRAME_RESTORER_LEN]);
@@ -54,6 +76,8 @@ bool sigframe_is_restorer_code(const uint8_t code[SIGFRAME_RESTORER_LEN]);
  * ucontext, and how many words of them are read. */
 #define SIGFRAME_GREGS_OFFSET 40
 #define SIGFRAME_GREGS 17
+/* Size of the kernel's ucontext: the siginfo follows it in the frame. */
+#define SIGFRAME_UCONTEXT_SIZE 304
 
 /* Fills regs from the gregs words read at ucontext + SIGFRAME_GREGS_OFFSET. */
 void sigframe_regs(const uint64_t gregs[SIGFRAME_GREGS], struct user_regs_struct *regs);

@@ -53,6 +53,10 @@ struct tracer {
 	bool stop_requested;
 	uint64_t fraction_floor_ns;
 	uint64_t spin_ns;
+	/* From when a status reaped now has waited, at the latest: the end of
+	 * the last drain (it found the queue empty), or the wake-up from a
+	 * wait that came since.  See account_signal. */
+	uint64_t look_ns;
 	struct tracer_stats stats;
 };
 
@@ -314,6 +318,7 @@ static int tracer_attach(struct tracer **out, pid_t pid, unsigned flags,
 	procfs_fdcache_init(&t->fds, pid);
 	t->ops = ops;
 	t->arg = arg;
+	t->look_ns = cprof_now_ns();
 
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGCHLD);
@@ -395,22 +400,33 @@ static uint64_t hist_value(unsigned b)
 	return (8ull + m) << (e - 3);
 }
 
-uint64_t tracer_stop_percentile(const struct tracer_stats *st, double p)
+static uint64_t hist_percentile(const uint64_t hist[TRACER_HIST_BUCKETS], uint64_t n,
+				uint64_t max, double p)
 {
 	uint64_t want, seen = 0;
 	unsigned b;
 
-	if (!st->stops)
+	if (!n)
 		return 0;
-	want = (uint64_t)((p / 100.0) * (double)st->stops + 0.5);
+	want = (uint64_t)((p / 100.0) * (double)n + 0.5);
 	if (want < 1)
 		want = 1;
 	for (b = 0; b < TRACER_HIST_BUCKETS; b++) {
-		seen += st->stop_hist[b];
+		seen += hist[b];
 		if (seen >= want)
 			return hist_value(b);
 	}
-	return st->stop_ns_max;
+	return max;
+}
+
+uint64_t tracer_stop_percentile(const struct tracer_stats *st, double p)
+{
+	return hist_percentile(st->stop_hist, st->stops, st->stop_ns_max, p);
+}
+
+uint64_t tracer_signal_percentile(const struct tracer_stats *st, double p)
+{
+	return hist_percentile(st->signal_hist, st->signals_reinjected, st->signal_ns_max, p);
 }
 
 void tracer_set_fraction_floor(struct tracer *t, uint64_t ns)
@@ -431,6 +447,23 @@ void tracer_stats_add_stop(struct tracer_stats *st, uint64_t d)
 	st->stop_ns_total += d;
 	if (d > st->stop_ns_max)
 		st->stop_ns_max = d;
+}
+
+/*
+ * A signal-delivery-stop was just served.  When the thread stopped is not
+ * known; look_ns bounds it: when the tracing thread slept, the stop woke
+ * it (the time it took to be scheduled is not counted), and when it was
+ * busy, the stop came after its last look found none (the whole busy
+ * stretch is counted, an upper bound).
+ */
+static void account_signal(struct tracer *t)
+{
+	uint64_t now = cprof_now_ns(), d = now > t->look_ns ? now - t->look_ns : 0;
+
+	t->stats.signal_hist[hist_bucket(d)]++;
+	t->stats.signal_ns_total += d;
+	if (d > t->stats.signal_ns_max)
+		t->stats.signal_ns_max = d;
 }
 
 static void account_stop(struct tracer *t, struct tracer_thread *th)
@@ -519,10 +552,14 @@ static pid_t tgid_of(pid_t tid)
  * the stop is accounted and the caller resumes or listens. */
 static bool serve_interrupt(struct tracer *t, struct tracer_thread *th)
 {
+	bool hold;
+
 	th->pending = false;
 	t->n_pending--;
 	read_regs_at_interrupt(t, th);
-	if (t->ops && t->ops->on_stop && t->ops->on_stop(t, th, th->listening, t->arg)) {
+	hold = t->ops && t->ops->on_stop && t->ops->on_stop(t, th, th->listening, t->arg);
+	th->last_signal = 0;
+	if (hold) {
 		th->held = true;
 		return true;
 	}
@@ -609,9 +646,12 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 		return;
 	case 0:
 		/* Signal-delivery-stop: hand the signal back untouched.  Our
-		 * interrupt, if any, still follows as its own stop. */
+		 * interrupt, if any, still follows as its own stop, after the
+		 * kernel has set up the signal's handler. */
 		t->stats.signals_reinjected++;
+		th->last_signal = sig;
 		resume(t, tid, sig);
+		account_signal(t);
 		return;
 	default:
 		resume(t, tid, 0);
@@ -640,6 +680,7 @@ static int drain(struct tracer *t)
 		handle_status(t, tid, status);
 		n++;
 	}
+	t->look_ns = cprof_now_ns();
 	return n;
 }
 
@@ -720,6 +761,7 @@ static int wait_signal(struct tracer *t, uint64_t timeout_ns)
 	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
 	if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
 		return -errno;
+	t->look_ns = cprof_now_ns();
 	return read_signals(t);
 }
 

@@ -28,6 +28,12 @@ struct tracer_thread {
 	bool pending;		/* PTRACE_INTERRUPT sent, its stop not seen yet */
 	bool listening;		/* in group-stop (job control); PTRACE_LISTEN issued */
 	bool held;		/* kept in its stop by on_stop; see tracer_resume_held */
+	/* The signal last re-injected to this thread since its last
+	 * interrupt stop, 0 if none.  The kernel sets up its handler as the
+	 * thread resumes, and an interrupt that comes before the thread is
+	 * back in user mode stops it at the handler's first instruction
+	 * (doc/ptrace.md).  Read it in on_stop. */
+	int last_signal;
 	uint64_t interrupt_ns;	/* CLOCK_MONOTONIC when interrupted */
 	struct user_regs_struct regs;	/* read at the stop an interrupt asked for */
 	uint64_t appeared_ns;	/* when it was seized or born */
@@ -68,7 +74,14 @@ struct tracer_stats {
 	bool stop_signal_from_user; /* it came from kill(2), not the terminal */
 	bool leader_exited;
 	int leader_status;	/* wait status of the main thread, when it exited */
-	uint64_t signals_reinjected;
+	uint64_t signals_reinjected;	/* signal-delivery-stops served */
+	/* Their turnaround: from when the tracing thread could first see the
+	 * stop (its wake-up by SIGCHLD, or the end of its last look that
+	 * found no stop waiting) to the re-injection.  Same histogram as
+	 * stop_hist. */
+	uint64_t signal_ns_total;
+	uint64_t signal_ns_max;
+	uint64_t signal_hist[TRACER_HIST_BUCKETS];
 	uint64_t syscalls_restarted;	/* see restart_interrupted_syscall() */
 	uint64_t interrupts_expired;	/* see tracer_expire_interrupts() */
 	uint64_t group_stops;
@@ -209,5 +222,8 @@ void tracer_stats_add_stop(struct tracer_stats *st, uint64_t d);
  * lower bound of the histogram bucket it falls in (buckets are 12.5%
  * wide). */
 uint64_t tracer_stop_percentile(const struct tracer_stats *st, double p);
+
+/* The same for the turnaround of signal-delivery-stops. */
+uint64_t tracer_signal_percentile(const struct tracer_stats *st, double p);
 
 #endif
