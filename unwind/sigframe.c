@@ -166,6 +166,7 @@ static void swap_copies(struct snap *s, const struct proc_maps *maps)
 	s->stack2_len = len;
 	s->sp_unmapped = !m;
 	s->stack_short = m && m->end - s->stack_start > s->stack_len;
+	s->stack_limited = false;	/* copy_second copies all it may */
 }
 
 /*
