@@ -542,7 +542,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"stops\": %llu, \"stop_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, "
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
 	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"stack_copies\": {\"full\": %llu, "
-	       "\"short\": %llu, \"short_ran_out\": %llu}, \"signals_reinjected\": %llu, "
+	       "\"short\": %llu, \"short_ran_out\": %llu}, \"unwinds_reused\": %llu, "
+	       "\"signals_reinjected\": %llu, "
 	       "\"signal_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, \"total\": %llu}, "
 	       "\"samples_signal_entry\": %llu, "
 	       "\"boosted\": %s, \"sched\": \"%s\", \"sched_dropped\": %s%s%s, "
@@ -560,7 +561,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)t->stop_ns_max, (unsigned long long)t->stop_ns_total,
 	       t->stopped_fraction_max, mean_fraction(t), (unsigned long long)st->cprof_cpu_ns,
 	       ends, (unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
-	       (unsigned long long)st->copies_short_ran_out, (unsigned long long)t->signals_reinjected,
+	       (unsigned long long)st->copies_short_ran_out, (unsigned long long)st->unwinds_reused,
+	       (unsigned long long)t->signals_reinjected,
 	       (unsigned long long)tracer_signal_percentile(t, 50),
 	       (unsigned long long)tracer_signal_percentile(t, 99),
 	       (unsigned long long)t->signal_ns_max, (unsigned long long)t->signal_ns_total,

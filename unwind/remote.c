@@ -13,6 +13,7 @@
 #include "unwind/remote.h"
 #include "unwind/roots.h"
 #include "unwind/sigframe.h"
+#include "unwind/walk_memo.h"
 
 /* Exported by libunwind-x86_64 (it is what _UPT_find_proc_info calls) but not
  * declared in its public headers. */
@@ -59,7 +60,11 @@ struct remote_unwinder {
 	size_t n_eh;
 	struct df_slot *df;
 	size_t n_df;
+	struct walk_memo *memo;	/* NULL: walks are not remembered (out of memory) */
+	uint64_t gen;		/* moves on with every flush: what memo entries were made under */
+	bool reused;		/* the last remote_unwind came from the memo */
 	/* The walk in progress. */
+	struct walk_log log;	/* what it read */
 	const struct snap *snap;
 	const struct proc_map *stack_map;
 	bool hit_end_of_snapshot;
@@ -163,24 +168,36 @@ static int read_mem(struct remote_unwinder *u, uint64_t addr, void *dst, size_t 
 		memcpy(dst, s->stack + off, len);
 		if (off + len > u->stack_used)
 			u->stack_used = off + len;
+		walk_log_stack(&u->log, addr, dst, len);
 		return 0;
 	}
+	/* Anything but the copy and read-only file pages may read
+	 * differently for another copy: such a walk is not remembered. */
 	if (s && s->stack2_len && addr >= s->stack2_start &&
 	    addr + len <= s->stack2_start + s->stack2_len) {
 		memcpy(dst, s->stack2 + (addr - s->stack2_start), len);
+		walk_log_spoil(&u->log);
 		return 0;
 	}
-	if (addr >= u->parked_lo && addr + len <= u->parked_hi)
+	if (addr >= u->parked_lo && addr + len <= u->parked_hi) {
+		walk_log_spoil(&u->log);
 		return read_live(u, addr, dst, len);
+	}
 	if (u->stack_map && addr >= u->stack_map->start && addr < u->stack_map->end) {
 		if (s && addr >= s->stack_start)
 			u->hit_end_of_snapshot = true;
+		walk_log_spoil(&u->log);
 		return -EFAULT;
 	}
 	m = proc_maps_find(u->maps, addr);
 	if (m && !(m->perms & PROC_MAP_W) && (m->perms & PROC_MAP_R) &&
-	    (addr & (PAGE_SIZE_ - 1)) + len <= PAGE_SIZE_)
-		return read_cached(u, addr, dst, len);
+	    (addr & (PAGE_SIZE_ - 1)) + len <= PAGE_SIZE_) {
+		if (read_cached(u, addr, dst, len) == 0)
+			return 0;
+		walk_log_spoil(&u->log);
+		return -EFAULT;
+	}
+	walk_log_spoil(&u->log);
 	return read_live(u, addr, dst, len);
 }
 
@@ -269,21 +286,10 @@ static bool frame_pointer_guess(struct remote_unwinder *u, uint64_t *rbp)
 	return u->rbp_guess != 0;
 }
 
-static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
-			  void *arg)
+/* Register reg of r, in libunwind's numbering.  Returns false for one
+ * the snapshot does not hold. */
+static bool reg_value(const struct user_regs_struct *r, unw_regnum_t reg, unw_word_t *val)
 {
-	struct remote_unwinder *u = arg;
-	const struct user_regs_struct *r = u->in_signal_ctx ? &u->sig_regs : &u->snap->regs;
-
-	if (write)
-		return -UNW_EREADONLYREG;
-	if (u->snap->regs_partial && !u->in_signal_ctx && reg != UNW_X86_64_RSP && reg != UNW_X86_64_RIP) {
-		if (reg == UNW_X86_64_RBP && u->rbp_floor && frame_pointer_guess(u, val))
-			return 0;
-		/* Captured without a stop: the caller stops the thread instead. */
-		u->missing_reg = true;
-		return -UNW_EBADREG;
-	}
 	switch (reg) {
 	case UNW_X86_64_RAX: *val = r->rax; break;
 	case UNW_X86_64_RDX: *val = r->rdx; break;
@@ -303,8 +309,41 @@ static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val
 	case UNW_X86_64_R15: *val = r->r15; break;
 	case UNW_X86_64_RIP: *val = r->rip; break;
 	default:
+		return false;
+	}
+	return true;
+}
+
+static uint64_t snap_reg(const struct snap *s, unsigned reg)
+{
+	unw_word_t v = 0;
+
+	reg_value(&s->regs, (unw_regnum_t)reg, &v);
+	return v;
+}
+
+static int acc_access_reg(unw_addr_space_t as, unw_regnum_t reg, unw_word_t *val, int write,
+			  void *arg)
+{
+	struct remote_unwinder *u = arg;
+
+	if (write)
+		return -UNW_EREADONLYREG;
+	if (u->snap->regs_partial && !u->in_signal_ctx && reg != UNW_X86_64_RSP && reg != UNW_X86_64_RIP) {
+		if (reg == UNW_X86_64_RBP && u->rbp_floor && frame_pointer_guess(u, val))
+			return 0;
+		/* Captured without a stop: the caller stops the thread instead. */
+		u->missing_reg = true;
 		return -UNW_EBADREG;
 	}
+	if (u->in_signal_ctx) {
+		/* Registers made from memory and the snapshot's together. */
+		walk_log_spoil(&u->log);
+		return reg_value(&u->sig_regs, reg, val) ? 0 : -UNW_EBADREG;
+	}
+	if (!reg_value(&u->snap->regs, reg, val))
+		return -UNW_EBADREG;
+	walk_log_reg(&u->log, (unsigned)reg, *val);
 	return 0;
 }
 
@@ -527,6 +566,10 @@ int remote_create(struct remote_unwinder **out, pid_t pid, const struct proc_mod
 	u->pid = pid;
 	u->mods = mods;
 	u->maps = maps;
+	u->gen = 1;
+	u->log.off = true;
+	if (walk_memo_create(&u->memo) < 0)
+		u->memo = NULL;	/* walks are then all made */
 	u->as = unw_create_addr_space(&accessors, 0);
 	if (!u->as)
 		goto err_pages;
@@ -545,6 +588,7 @@ err_free:
 
 void remote_flush(struct remote_unwinder *u)
 {
+	u->gen++;
 	flush_pages(u);
 	if (u->n_eh)
 		memset(u->eh, 0, u->n_eh * sizeof(*u->eh));
@@ -558,6 +602,7 @@ void remote_destroy(struct remote_unwinder *u)
 	if (!u)
 		return;
 	unw_destroy_addr_space(u->as);
+	walk_memo_destroy(u->memo);
 	for (i = 0; i < PAGE_SLOTS; i++)
 		free(u->pages[i].data);
 	free(u->pages);
@@ -865,6 +910,11 @@ bool remote_ran_off_copy(const struct remote_unwinder *u)
 	return u->ran_off;
 }
 
+bool remote_reused(const struct remote_unwinder *u)
+{
+	return u->reused;
+}
+
 bool remote_end_is_root(enum remote_end e)
 {
 	return e == REMOTE_END_COMPLETE || e == REMOTE_END_GO_SWITCH;
@@ -915,12 +965,30 @@ static size_t vdso_second_chance(struct remote_unwinder *u, const struct snap *s
 size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
 		     size_t max, enum remote_end *end)
 {
+	struct walk_result r;
 	uint64_t fail_sp;
 	size_t n;
 
+	u->reused = u->memo && walk_memo_find(u->memo, s, u->gen, max, snap_reg, frames, &r);
+	if (u->reused) {
+		*end = (enum remote_end)r.end;
+		u->stack_used = r.stack_used;
+		u->ran_off = r.ran_off;
+		return r.n_frames;
+	}
+	walk_log_begin(&u->log, s);
 	u->rbp_floor = 0;
 	u->stack_used = 0;
 	n = walk(u, s, frames, max, end, &fail_sp);
+	/* Only a first walk that reached a root is remembered. */
+	if (remote_end_is_root(*end) && u->memo) {
+		r = (struct walk_result){ .n_frames = n, .end = *end, .stack_used = u->stack_used,
+					  .ran_off = u->ran_off };
+		walk_memo_store(u->memo, s, u->gen, max, &u->log, frames, &r);
+	}
+	u->log.off = true;
+	if (remote_end_is_root(*end))
+		return n;
 	if (!remote_end_is_root(*end) && *end != REMOTE_END_NEED_REGS &&
 	    (n = vdso_second_chance(u, s, frames, max, end, n)) && remote_end_is_root(*end))
 		return n;

@@ -74,6 +74,14 @@ size_t remote_stack_used(const struct remote_unwinder *u);
  */
 bool remote_ran_off_copy(const struct remote_unwinder *u);
 
+/*
+ * Whether the last remote_unwind gave a remembered walk: one made of an
+ * earlier copy with the same pc and SP whose every register and stack word
+ * read holds the same value in this one, under the same maps
+ * (unwind/walk_memo.h).  The result is the one a walk would give.
+ */
+bool remote_reused(const struct remote_unwinder *u);
+
 /* Whether e means the walk reached a thread root or a Go stack switch. */
 bool remote_end_is_root(enum remote_end e);
 

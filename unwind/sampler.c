@@ -430,6 +430,7 @@ static size_t unwind_snap(struct sampler *s, struct samp_proc *p, const struct s
 
 	*used = remote_stack_used(p->unwinder);
 	*ran_off = remote_ran_off_copy(p->unwinder);
+	s->stats.unwinds_reused += remote_reused(p->unwinder);
 	if (!needs_maps_retry(p, sn, s->frames, n) || refresh_maps(p) < 0)
 		return n;
 	/* A library or thread stack new since the last read: unwind the copy

@@ -92,6 +92,8 @@ struct sampler_stats {
 	uint64_t copies_full;
 	uint64_t copies_short;
 	uint64_t copies_short_ran_out;
+	/* Unwinds answered by a remembered walk (remote_reused). */
+	uint64_t unwinds_reused;
 	uint64_t value_ns;	/* sum of the samples' cpu or wall time */
 	uint64_t start_realtime_ns;
 	uint64_t elapsed_ns;

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* Walks remembered with what they read (see walk_memo.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "unwind/walk_memo.h"
+
+#define MEMO_SLOTS 64u	/* direct-mapped by (pc, sp) */
+
+struct memo_slot {
+	uint64_t pc, sp;
+	uint64_t gen;		/* the generation it was made under */
+	size_t max;
+	bool used;
+	unsigned n_reads;
+	struct walk_read reads[WALK_MEMO_READS];
+	struct walk_result result;
+	struct prof_frame frames[WALK_MEMO_FRAMES];
+};
+
+struct walk_memo {
+	struct memo_slot slots[MEMO_SLOTS];
+};
+
+int walk_memo_create(struct walk_memo **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+void walk_memo_destroy(struct walk_memo *m)
+{
+	free(m);
+}
+
+static struct memo_slot *slot_of(struct walk_memo *m, uint64_t pc, uint64_t sp)
+{
+	uint64_t h = (pc ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
+
+	return &m->slots[(h >> 58) & (MEMO_SLOTS - 1)];
+}
+
+void walk_log_begin(struct walk_log *l, const struct snap *s)
+{
+	l->off = s->regs_partial;
+	l->spoiled = false;
+	l->n = 0;
+}
+
+static struct walk_read *next_read(struct walk_log *l)
+{
+	if (l->off || l->spoiled)
+		return NULL;
+	if (l->n == WALK_MEMO_READS) {
+		l->spoiled = true;
+		return NULL;
+	}
+	return &l->reads[l->n++];
+}
+
+void walk_log_reg(struct walk_log *l, unsigned reg, uint64_t val)
+{
+	struct walk_read *r = next_read(l);
+
+	if (r)
+		*r = (struct walk_read){ .addr = reg, .val = val, .len = 0 };
+}
+
+void walk_log_stack(struct walk_log *l, uint64_t addr, const void *bytes, size_t len)
+{
+	struct walk_read *r;
+
+	if (len == 0 || len > 8) {
+		walk_log_spoil(l);
+		return;
+	}
+	r = next_read(l);
+	if (!r)
+		return;
+	r->addr = addr;
+	r->val = 0;
+	memcpy(&r->val, bytes, len);
+	r->len = (uint8_t)len;
+}
+
+/* Whether read r gives the same value in s. */
+static bool same_read(const struct walk_read *r, const struct snap *s,
+		      uint64_t (*reg_of)(const struct snap *s, unsigned reg))
+{
+	uint64_t v = 0;
+
+	if (!r->len)
+		return reg_of(s, (unsigned)r->addr) == r->val;
+	if (r->addr < s->stack_start || r->addr + r->len > s->stack_start + s->stack_len)
+		return false;
+	memcpy(&v, s->stack + (r->addr - s->stack_start), r->len);
+	return v == r->val;
+}
+
+bool walk_memo_find(struct walk_memo *m, const struct snap *s, uint64_t gen, size_t max,
+		    uint64_t (*reg_of)(const struct snap *s, unsigned reg),
+		    struct prof_frame *frames, struct walk_result *r)
+{
+	const struct memo_slot *e;
+	unsigned i;
+
+	if (s->regs_partial || s->stack2_len)
+		return false;
+	e = slot_of(m, s->regs.rip, s->regs.rsp);
+	if (!e->used || e->pc != s->regs.rip || e->sp != s->regs.rsp || e->gen != gen ||
+	    e->max != max)
+		return false;
+	for (i = 0; i < e->n_reads; i++) {
+		if (!same_read(&e->reads[i], s, reg_of))
+			return false;
+	}
+	memcpy(frames, e->frames, e->result.n_frames * sizeof(*frames));
+	*r = e->result;
+	return true;
+}
+
+void walk_memo_store(struct walk_memo *m, const struct snap *s, uint64_t gen, size_t max,
+		     const struct walk_log *l, const struct prof_frame *frames,
+		     const struct walk_result *r)
+{
+	struct memo_slot *e;
+
+	if (l->off || l->spoiled || s->stack2_len || r->n_frames > WALK_MEMO_FRAMES)
+		return;
+	e = slot_of(m, s->regs.rip, s->regs.rsp);
+	e->used = true;
+	e->pc = s->regs.rip;
+	e->sp = s->regs.rsp;
+	e->gen = gen;
+	e->max = max;
+	e->n_reads = l->n;
+	memcpy(e->reads, l->reads, l->n * sizeof(l->reads[0]));
+	e->result = *r;
+	memcpy(e->frames, frames, r->n_frames * sizeof(*frames));
+}
