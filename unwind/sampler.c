@@ -647,6 +647,19 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	/* Whether it runs, the syscall file read in place tells. */
 	if (sample_in_place(s, th, &sc))
 		return false;
+	if (th->listening) {
+		/* Stopped by job control and not readable in place: an
+		 * interrupt would wake it in the kernel only to stop again, and
+		 * its state would flicker for whoever watches the stop.  It
+		 * runs none of its code meanwhile: its last stack stands for
+		 * the stop, or its time goes to its next sample. */
+		if (st->have_last) {
+			st->captured = sc;
+			add_sample(s, st->label, st->last_frames, st->n_last, wall_value(s, st),
+				   &st->last_entry);
+		}
+		return false;
+	}
 	st->seen_run_ns = sc.run_ns;
 	st->captured = sc;
 	return true;
