@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sigthreads: thread-directed signals, counted per thread, and job control.
  *
- * sigthreads [-n RT_PER_THREAD] [-u USR1_PER_THREAD] [-s SECONDS] [-r READYFILE]
+ * sigthreads [-n RT_PER_THREAD] [-u USR1_PER_THREAD] [-P PARKED] [-s SECONDS] [-r READYFILE]
  *
  * Four workers: "spin-0" and "spin-1" spin, "sleeper" loops in 5 ms
  * nanosleeps, "reader" blocks in read on a pipe (SA_RESTART restarts it).
@@ -33,7 +33,16 @@
  * main prints one line per worker
  *   "<name>: rt sent=S recv=R wrong=W order=O usr1 sent=S recv=R wrong=W"
  * then "conts=N" and "result: OK" (exit 0) when every count matches and no
- * signal went to a wrong thread, "result: BAD ..." (exit 1) otherwise. */
+ * signal went to a wrong thread, "result: BAD ..." (exit 1) otherwise.
+ *
+ * -P PARKED adds that many threads ("park-N", 64 KiB stacks) looping in
+ * epoll_wait with a 1 s timeout on an empty epoll set, every signal
+ * blocked: the shape of a server's idle pool, and a system call that
+ * returns EINTR when a ptrace stop interrupts it (signal(7)), where no
+ * signal of the test can; but a job-control stop and SIGCONT do too.
+ * Before the worker lines main prints "parked: n=N eintr=E jobctl_eintr=J":
+ * E the EINTRs they saw until "signals done", J those after it, when the
+ * caller may stop and continue the process. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -41,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -154,6 +164,52 @@ NOINLINE static void *sleeper_thread(void *arg)
 }
 
 static int reader_bad;
+
+static unsigned long parked_eintr[2];	/* before and after "signals done" */
+static int signals_done;
+static int epoll_fd = -1;
+
+NOINLINE static void *parked_thread(void *arg)
+{
+	char name[16];
+	struct epoll_event ev;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	snprintf(name, sizeof(name), "park-%ld", (long)arg);
+	pthread_setname_np(pthread_self(), name);
+	while (!is_stopping()) {
+		if (epoll_wait(epoll_fd, &ev, 1, 1000) < 0 && errno == EINTR)
+			__atomic_add_fetch(&parked_eintr[__atomic_load_n(&signals_done,
+									 __ATOMIC_SEQ_CST)],
+					   1, __ATOMIC_SEQ_CST);
+	}
+	return NULL;
+}
+
+/* n parked threads into *out (malloc'd).  Returns 0 or an errno. */
+static int start_parked(unsigned long n, pthread_t **out)
+{
+	pthread_attr_t attr;
+	pthread_t *t = calloc(n ? n : 1, sizeof(*t));
+	int err = 0;
+
+	if (!t)
+		return ENOMEM;
+	epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (epoll_fd < 0) {
+		free(t);
+		return errno;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	for (unsigned long i = 0; i < n && !err; i++)
+		err = pthread_create(&t[i], &attr, parked_thread, (void *)(long)i);
+	pthread_attr_destroy(&attr);
+	*out = t;
+	return err;
+}
 
 NOINLINE static void *reader_thread(void *arg)
 {
@@ -277,26 +333,28 @@ int main(int argc, char **argv)
 	};
 	pthread_t threads[N_WORKERS];
 	const char *ready = NULL;
-	unsigned long rt_n = 1000, usr1_n = 250;
+	unsigned long rt_n = 1000, usr1_n = 250, parked_n = 0;
+	pthread_t *parked = NULL;
 	double seconds = 120;
 	struct sigaction sa;
 	sigset_t set;
 	int opt, err, bad = 0, send_failed = 0;
 	int64_t end;
 
-	while ((opt = getopt(argc, argv, "n:u:s:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:u:P:s:r:")) != -1) {
 		switch (opt) {
 		case 'n': rt_n = strtoul(optarg, NULL, 10); break;
+		case 'P': parked_n = strtoul(optarg, NULL, 10); break;
 		case 'u': usr1_n = strtoul(optarg, NULL, 10); break;
 		case 's': seconds = strtod(optarg, NULL); break;
 		case 'r': ready = optarg; break;
 		default:
-			fprintf(stderr, "usage: sigthreads [-n RT] [-u USR1] [-s SECONDS] [-r READYFILE]\n");
+			fprintf(stderr, "usage: sigthreads [-n RT] [-u USR1] [-P PARKED] [-s SECONDS] [-r READYFILE]\n");
 			return 64;
 		}
 	}
 	if (optind < argc || !(seconds > 0) || rt_n >= (1u << 20)) {
-		fprintf(stderr, "usage: sigthreads [-n RT] [-u USR1] [-s SECONDS] [-r READYFILE]\n");
+		fprintf(stderr, "usage: sigthreads [-n RT] [-u USR1] [-P PARKED] [-s SECONDS] [-r READYFILE]\n");
 		return 64;
 	}
 	end = now_ns() + (int64_t)(seconds * 1e9);
@@ -330,6 +388,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	err = start_parked(parked_n, &parked);
+	if (err) {
+		fprintf(stderr, "sigthreads: cannot start %lu parked threads: %s\n", parked_n,
+			strerror(err));
+		return 2;
+	}
 	/* Main (the sender) takes none of the counted signals. */
 	sigaddset(&set, SIGUSR1);
 	sigaddset(&set, SIGRT_TEST);
@@ -355,6 +419,7 @@ int main(int argc, char **argv)
 				break;
 			pause_us(1000);
 		}
+		__atomic_store_n(&signals_done, 1, __ATOMIC_SEQ_CST);
 		printf("signals done\n");
 		fflush(stdout);
 		wait_usr2((end - now_ns()) / 1000000);
@@ -367,6 +432,13 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < N_WORKERS; i++)
 		pthread_join(threads[i], NULL);
+	for (unsigned long i = 0; i < parked_n; i++)
+		pthread_join(parked[i], NULL);
+	free(parked);
+	if (parked_n)
+		printf("parked: n=%lu eintr=%lu jobctl_eintr=%lu\n", parked_n,
+		       __atomic_load_n(&parked_eintr[0], __ATOMIC_SEQ_CST),
+		       __atomic_load_n(&parked_eintr[1], __ATOMIC_SEQ_CST));
 
 	for (int i = 0; i < N_WORKERS; i++) {
 		printf("%s: rt sent=%lu recv=%lu wrong=%lu order=%lu usr1 sent=%lu recv=%lu wrong=%lu\n",
