@@ -42,7 +42,9 @@
 #   (d)         after PTRACE_CONT until the thread is on a CPU again (not in
 #               stop_ns: the CPU it gave up went to another task meanwhile)
 # (b) is what a scheduling policy of cprof's can remove; (a) is the
-# target's own wait for a CPU, which no policy of cprof's shortens.
+# target's own wait for a CPU, which no policy of cprof's shortens.  (b)+(c)
+# is printed beside cprof's own stopped_ns of the same run (its estimate of
+# the time from reaching the stop to the resume), to check that estimate.
 #
 # Figures only: it never fails on a timing.  Exit status 1 only on a real
 # error (no cprof, no gcc, a target died, a tool failed).
@@ -154,8 +156,10 @@ run_variant() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 due = d["ticks"] + d["ticks_missed"]
+at = d.get("stopped_ns", {"p50": -1, "p99": -1})
 print(sys.argv[2], sys.argv[3], d["stop_ns"]["p50"], d["stop_ns"]["p99"], d["stopped_fraction"]["max"],
-      d["cprof_cpu_ns"] / d["elapsed_ns"], d["ticks_missed"] / due if due else 0, d.get("sched", "nice"))
+      d["cprof_cpu_ns"] / d["elapsed_ns"], d["ticks_missed"] / due if due else 0, d.get("sched", "nice"),
+      at["p50"], at["p99"])
 EOF
 		die "cannot read cprof --json: $(head -c 300 "$WORK/out")"
 }
@@ -169,9 +173,11 @@ split_variant() {
 	tids=$(ls "/proc/$TPID/task" | tr '\n' ,)
 	attach "$v" perf record -q -a -e sched:sched_switch -e syscalls:sys_enter_ptrace -o "$WORK/sched.data" --
 	finish
+	own=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])).get("stopped_ns")
+print("%d,%d" % (d["p50"], d["p99"]) if d else "-")' "$WORK/out") || die "cannot read cprof --json: $(head -c 300 "$WORK/out")"
 	perf script -i "$WORK/sched.data" -F tid,time,event,trace >"$WORK/sched.txt" 2>/dev/null ||
 		die "perf script cannot read its record"
-	python3 - "$v" "${tids%,}" "$WORK/sched.txt" >>"$WORK/splits" <<'EOF' || die "cannot read perf script's output"
+	python3 - "$v" "${tids%,}" "$WORK/sched.txt" "$own" >>"$WORK/splits" <<'EOF' || die "cannot read perf script's output"
 import re, sys
 # Per stop of a target thread: interrupt (ptrace 0x4207 on it), its
 # sched_switch out in state t (traced: at its stop), the ptrace CONT (7) or
@@ -230,8 +236,10 @@ for line in open(sys.argv[3]):
 for d in done:
     d["d"] = d["t4"] - d["t3"] if d["t4"] is not None else 0.0
     d["span"] = d["t3"] - d["t0"]
-print(v, len(done), " ".join(",".join("%.9f" % d[k] for d in done) or "-"
-                             for k in ("span", "await", "arun", "b", "c", "d")))
+for d in done:
+    d["bc"] = d["b"] + d["c"]
+print(v, sys.argv[4], len(done), " ".join(",".join("%.9f" % d[k] for d in done) or "-"
+                                          for k in ("span", "await", "arun", "b", "c", "bc", "d")))
 EOF
 }
 
@@ -268,9 +276,9 @@ def cell(xs, fmt):
     return (fmt + " [" + fmt + "-" + fmt + "]") % (med(xs), min(xs), max(xs))
 names = {"none": "unprofiled", "normal": "cprof normal", "auto": "cprof auto", "base": "baseline"}
 base_rate = med(float(r[0]) for r in rows["none"])
-hdr = "%-13s %-27s %-6s %-17s %-22s %-22s %-19s %-17s %-15s %s"
-print(hdr % ("variant", "units/s med [min-max]", "ratio", "busy CPU share", "stop p50 us", "stop p99 us",
-             "stopped max %", "cprof CPU %", "missed %", "sched"))
+hdr = "%-13s %-24s %-6s %-13s %-22s %-25s %-16s %-16s %-19s %-17s %-12s %s"
+print(hdr % ("variant", "units/s med [min-max]", "ratio", "busy CPU %", "stop p50 us", "stop p99 us",
+             "at stop p50 us", "at stop p99 us", "stopped max %", "cprof CPU %", "missed %", "sched"))
 for v in ("none", "normal", "auto", "base"):
     rs = rows.get(v)
     if not rs:
@@ -280,17 +288,20 @@ for v in ("none", "normal", "auto", "base"):
     cols = [cell([x / 1e3 for x in rate], "%.0f") + "k", "%.3f" % (med(rate) / base_rate),
             cell(share, "%.0f")]
     if v != "none":
+        at = [(float(r[10]) / 1e3, float(r[11]) / 1e3) for r in rs if float(r[10]) >= 0]
         cols += [cell([float(r[4]) / 1e3 for r in rs], "%.0f"), cell([float(r[5]) / 1e3 for r in rs], "%.0f"),
-                 cell([100 * float(r[6]) for r in rs], "%.1f"), cell([100 * float(r[7]) for r in rs], "%.2f"),
+                 cell([a[0] for a in at], "%.0f") if at else "-", cell([a[1] for a in at], "%.0f") if at else "-",
+                 cell([100 * float(r[6]) for r in rs], "%.2f"), cell([100 * float(r[7]) for r in rs], "%.2f"),
                  cell([100 * float(r[8]) for r in rs], "%.0f"), ",".join(sorted(set(r[9] for r in rs)))]
     else:
-        cols += ["-"] * 6
+        cols += ["-"] * 8
     print(hdr % ((names[v],) + tuple(cols)))
 print()
 print("ratio: the variant's median units/s / the unprofiled median of this run.")
 print("busy CPU share: CPU time the 2 busy threads got / (2 x wall time).")
-print("stop p50/p99, stopped max: cprof --json (interrupt to resume; a thread's largest share of")
-print("  its time stopped); cprof CPU: its sampling thread, % of one CPU.")
+print("stop p50/p99: cprof --json stop_ns, interrupt to resume; at stop: stopped_ns, from the stop")
+print("  reached to the resume (cprof's estimate; '-' for a cprof without it); stopped max: a thread's")
+print("  largest share of its time stopped; cprof CPU: its sampling thread, % of one CPU.")
 print()
 if not sys.argv[3]:
     print("where the stop goes: not measured (needs perf with the sched tracepoints, as root)")
@@ -304,11 +315,12 @@ parts = (("await", "(a) thread waiting for a CPU to reach its stop"), ("arun", "
          ("d", "(d) after resume, until on a CPU again"))
 for line in open(sys.argv[2]):
     f = line.split()
-    v, n = f[0], int(f[1])
+    v, own, n = f[0], f[1], int(f[2])
     if n == 0:
         print("  %s: no stops seen" % names[v])
         continue
-    cols = dict(zip(("span", "await", "arun", "b", "c", "d"), ([float(x) for x in c.split(",")] for c in f[2:])))
+    cols = dict(zip(("span", "await", "arun", "b", "c", "bc", "d"),
+                    ([float(x) for x in c.split(",")] for c in f[3:])))
     span = sum(cols["span"])
     print("  %s: %d stops, interrupt to resume p50 %.0f us, p99 %.0f us, total %.1f ms"
           % (names[v], n, pct(cols["span"], 50) * 1e6, pct(cols["span"], 99) * 1e6, span * 1e3))
@@ -317,6 +329,11 @@ for line in open(sys.argv[2]):
         share = " (%5.1f%% of the stops)" % (100 * sum(xs) / span) if k != "d" else " " * 23
         print("    %-48s total %8.1f ms%s  p50 %7.0f us  p99 %7.0f us"
               % (what, sum(xs) * 1e3, share, pct(xs, 50) * 1e6, pct(xs, 99) * 1e6))
+    if own != "-":
+        o50, o99 = (int(x) for x in own.split(","))
+        print("    %-48s p50 %.0f us, p99 %.0f us; cprof's own stopped_ns in that run: p50 %.0f us, p99 %.0f us"
+              % ("(b)+(c), stopped from reaching the stop:", pct(cols["bc"], 50) * 1e6, pct(cols["bc"], 99) * 1e6,
+                 o50 / 1e3, o99 / 1e3))
 EOF
 [ $? -eq 0 ] || die "cannot summarise the runs"
 echo

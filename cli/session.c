@@ -113,11 +113,15 @@ static void format_comments(char line[N_COMMENTS][COMMENT_MAX], const struct cli
 		 (unsigned long long)st->samples_reused, (unsigned long long)st->ticks,
 		 (unsigned long long)st->ticks_missed, (unsigned long long)t->threads_seen);
 	snprintf(line[2], COMMENT_MAX,
-		 "stops=%llu stop_ns p50=%llu p99=%llu max=%llu; stopped fraction of a thread's time max=%.5f mean=%.5f",
+		 "stops=%llu stop_ns p50=%llu p99=%llu max=%llu; from the stop reached p50=%llu p99=%llu "
+		 "max=%llu; stopped fraction of a thread's time max=%.5f mean=%.5f",
 		 (unsigned long long)t->stops,
 		 (unsigned long long)tracer_stop_percentile(t, 50),
 		 (unsigned long long)tracer_stop_percentile(t, 99),
-		 (unsigned long long)t->stop_ns_max, t->stopped_fraction_max, mean_fraction(t));
+		 (unsigned long long)t->stop_ns_max,
+		 (unsigned long long)tracer_at_stop_percentile(t, 50),
+		 (unsigned long long)tracer_at_stop_percentile(t, 99),
+		 (unsigned long long)t->at_stop_ns_max, t->stopped_fraction_max, mean_fraction(t));
 	snprintf(line[3], COMMENT_MAX, "cprof_cpu_ns=%llu (%.2f%% of one CPU) sched=%s%s%s",
 		 (unsigned long long)st->cprof_cpu_ns,
 		 st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
@@ -470,7 +474,8 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 	format_incomplete(incomplete, sizeof(incomplete), st);
 	fprintf(stderr,
 		"cprof: wrote %s: %llu samples (%s) from %llu threads in %.2f s%s; "
-		"stops p50 %.1f us, p99 %.1f us, max %.1f us; a thread spent at most %.3f%% of "
+		"stops p50 %.1f us, p99 %.1f us, max %.1f us (from reaching the stop: p50 %.1f us, "
+		"p99 %.1f us); a thread spent at most %.3f%% of "
 		"its time stopped (mean %.3f%%)%s; stack copies %llu full, %llu short, %llu short "
 		"that ran out; cprof used %.1f%% of a CPU, its sampling thread %s%s\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
@@ -479,6 +484,8 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		st->target_exited ? " (the process exited)" : "",
 		(double)tracer_stop_percentile(t, 50) / 1e3,
 		(double)tracer_stop_percentile(t, 99) / 1e3, (double)t->stop_ns_max / 1e3,
+		(double)tracer_at_stop_percentile(t, 50) / 1e3,
+		(double)tracer_at_stop_percentile(t, 99) / 1e3,
 		100 * t->stopped_fraction_max, 100 * mean_fraction(t), signals,
 		(unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
 		(unsigned long long)st->copies_short_ran_out,
@@ -540,6 +547,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"sched_reads\": %llu, \"full_reads\": %llu, \"ticks_rotated\": %llu, "
 	       "\"effective_hz\": %.2f, "
 	       "\"stops\": %llu, \"stop_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, "
+	       "\"total\": %llu}, \"stopped_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, "
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
 	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"stack_copies\": {\"full\": %llu, "
 	       "\"short\": %llu, \"short_ran_out\": %llu}, \"unwinds_reused\": %llu, "
@@ -559,6 +567,9 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)t->stops, (unsigned long long)tracer_stop_percentile(t, 50),
 	       (unsigned long long)tracer_stop_percentile(t, 99),
 	       (unsigned long long)t->stop_ns_max, (unsigned long long)t->stop_ns_total,
+	       (unsigned long long)tracer_at_stop_percentile(t, 50),
+	       (unsigned long long)tracer_at_stop_percentile(t, 99),
+	       (unsigned long long)t->at_stop_ns_max, (unsigned long long)t->at_stop_ns_total,
 	       t->stopped_fraction_max, mean_fraction(t), (unsigned long long)st->cprof_cpu_ns,
 	       ends, (unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
 	       (unsigned long long)st->copies_short_ran_out, (unsigned long long)st->unwinds_reused,

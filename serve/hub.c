@@ -51,7 +51,7 @@ struct hub {
 	X(ticks) X(ticks_missed) X(samples) X(samples_reused)		\
 	X(samples_unstopped) X(value_ns) X(elapsed_ns) X(cprof_cpu_ns)	\
 	X(samples_signal_entry)						\
-	X(tracer.stops) X(tracer.stop_ns_total)				\
+	X(tracer.stops) X(tracer.stop_ns_total) X(tracer.at_stop_ns_total)	\
 	X(tracer.signals_reinjected) X(tracer.signal_ns_total)		\
 	X(tracer.syscalls_restarted)					\
 	X(tracer.interrupts_expired) X(tracer.group_stops) X(tracer.execs)
@@ -59,7 +59,8 @@ struct hub {
 /* The same for the arrays of counters, each applied as X(array, length). */
 #define HUB_COUNTER_ARRAYS(X)						\
 	X(ends, REMOTE_END_ERROR + 1) X(tracer.stop_hist, TRACER_HIST_BUCKETS) \
-	X(tracer.signal_hist, TRACER_HIST_BUCKETS)
+	X(tracer.signal_hist, TRACER_HIST_BUCKETS)				\
+	X(tracer.at_stop_hist, TRACER_HIST_BUCKETS)
 
 /* d = b - a for the counters; the rest as b has it.  The window's largest
  * stop is not known exactly: the upper bound of its highest histogram
@@ -84,6 +85,9 @@ static void stats_window(struct sampler_stats *d, const struct sampler_stats *a,
 	bound = d->tracer.signals_reinjected ? tracer_signal_percentile(&d->tracer, 100) : 0;
 	if (bound < d->tracer.signal_ns_max)
 		d->tracer.signal_ns_max = bound;
+	bound = d->tracer.stops ? tracer_at_stop_percentile(&d->tracer, 100) : 0;
+	if (bound < d->tracer.at_stop_ns_max)
+		d->tracer.at_stop_ns_max = bound;
 }
 
 /* d += b: counters summed, maxima kept. */
@@ -104,6 +108,8 @@ static void stats_add(struct sampler_stats *d, const struct sampler_stats *b)
 		d->tracer.stop_ns_max = b->tracer.stop_ns_max;
 	if (b->tracer.signal_ns_max > d->tracer.signal_ns_max)
 		d->tracer.signal_ns_max = b->tracer.signal_ns_max;
+	if (b->tracer.at_stop_ns_max > d->tracer.at_stop_ns_max)
+		d->tracer.at_stop_ns_max = b->tracer.at_stop_ns_max;
 	if (b->tracer.stopped_fraction_max > d->tracer.stopped_fraction_max)
 		d->tracer.stopped_fraction_max = b->tracer.stopped_fraction_max;
 	d->boosted = d->boosted || b->boosted;

@@ -25,6 +25,9 @@
 #include "unwind/tracer.h"
 
 #define SEIZE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
+/* A wait shorter than this is taken whole as a stop's bound (see
+ * reach_after_wait): not worth a read of schedstat. */
+#define REACH_READ_NS 50000ull
 /* Auto-attached children inherit these: a child of a followed process is
  * followed too, from its first instruction. */
 #define FOLLOW_OPTIONS (SEIZE_OPTIONS | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
@@ -57,6 +60,14 @@ struct tracer {
 	 * the last drain (it found the queue empty), or the wake-up from a
 	 * wait that came since.  See account_signal. */
 	uint64_t look_ns;
+	/* Bounds of when a stop reaped now was reached (see account_stop):
+	 * the stops a pass over the tracees finds were reached after
+	 * reach_floor_ns, the start of the pass before (or the estimated
+	 * moment a wait was woken); reach_next_ns is that bound for the
+	 * next pass. */
+	uint64_t reach_floor_ns, reach_next_ns;
+	int self_sched_fd;		/* the tracing thread's own schedstat, or -1 */
+	uint64_t self_wait_ns;		/* its time waiting for a CPU, last read */
 	struct tracer_stats stats;
 };
 
@@ -313,6 +324,7 @@ static int tracer_attach(struct tracer **out, pid_t pid, unsigned flags,
 	if (!t)
 		return -ENOMEM;
 	t->pid = pid;
+	t->self_sched_fd = -1;
 	t->flags = flags;
 	t->options = flags & (TRACER_FOLLOW | TRACER_DESCENDANTS) ? FOLLOW_OPTIONS : SEIZE_OPTIONS;
 	procfs_fdcache_init(&t->fds, pid);
@@ -354,6 +366,18 @@ static int tracer_attach(struct tracer **out, pid_t pid, unsigned flags,
 		if (ret < 0)
 			goto err_detach;
 		quiet_passes = added ? 0 : quiet_passes + 1;
+	}
+	/* Without it (no schedstat), stops count from a bound farther back. */
+	t->self_sched_fd = procfs_open_task(getpid(), gettid(), "schedstat");
+	if (t->self_sched_fd >= 0) {
+		struct procfs_sched sc;
+
+		if (procfs_read_sched(t->self_sched_fd, &sc) == 0) {
+			t->self_wait_ns = sc.wait_ns;
+		} else {
+			close(t->self_sched_fd);
+			t->self_sched_fd = -1;
+		}
 	}
 	*out = t;
 	return 0;
@@ -429,6 +453,11 @@ uint64_t tracer_signal_percentile(const struct tracer_stats *st, double p)
 	return hist_percentile(st->signal_hist, st->signals_reinjected, st->signal_ns_max, p);
 }
 
+uint64_t tracer_at_stop_percentile(const struct tracer_stats *st, double p)
+{
+	return hist_percentile(st->at_stop_hist, st->stops, st->at_stop_ns_max, p);
+}
+
 void tracer_set_fraction_floor(struct tracer *t, uint64_t ns)
 {
 	t->fraction_floor_ns = ns;
@@ -466,12 +495,64 @@ static void account_signal(struct tracer *t)
 		t->stats.signal_ns_max = d;
 }
 
+/*
+ * A stop counts from the interrupt to the resume (stop_ns), and the thread
+ * was held stopped from the moment it reached the stop (at_stop_ns, and its
+ * stopped fraction).  The two differ when the thread was preempted as it
+ * was interrupted: it reaches its stop only when it next gets a CPU, and
+ * until then it is runnable, not stopped.  Nothing says when it got there;
+ * reached_ns estimates it: the start of the pass over the tracees before
+ * the one that found the stop, or, after a wait, the moment the wait was
+ * woken (its end minus the time the tracing thread then waited for a CPU,
+ * from its own schedstat).  That can be early (a wake-up for another
+ * reason, a wait for a CPU counted since an earlier read: the stop then
+ * counts longer) or late by the time the tracing thread takes to return
+ * from its wait once running, microseconds (bench/saturated.sh compares
+ * the estimate with the scheduler's trace).
+ */
 static void account_stop(struct tracer *t, struct tracer_thread *th)
 {
-	uint64_t d = cprof_now_ns() - th->interrupt_ns;
+	uint64_t now = cprof_now_ns(), d = now - th->interrupt_ns;
+	uint64_t held = now - (th->reached_ns > th->interrupt_ns ? th->reached_ns : th->interrupt_ns);
 
-	th->stopped_ns += d;
+	th->stopped_ns += held;
 	tracer_stats_add_stop(&t->stats, d);
+	t->stats.at_stop_hist[hist_bucket(held)]++;
+	t->stats.at_stop_ns_total += held;
+	if (held > t->stats.at_stop_ns_max)
+		t->stats.at_stop_ns_max = held;
+}
+
+/* Called as a pass over the tracees' statuses starts. */
+static void reach_pass(struct tracer *t)
+{
+	uint64_t now = cprof_now_ns();
+
+	t->reach_floor_ns = t->reach_next_ns;
+	t->reach_next_ns = now;
+}
+
+/*
+ * After a wait from enter to now: the moment it was woken, as a bound for
+ * the stops the next pass finds.  Only when a stop is awaited and the wait
+ * was long enough for the tracing thread's own wait for a CPU to matter;
+ * otherwise the start of the wait stands (a bound too).  That own wait is
+ * read since the last read, which may count more than this wait's:
+ * the bound only moves earlier.
+ */
+static void reach_after_wait(struct tracer *t, uint64_t enter, uint64_t now)
+{
+	struct procfs_sched sc;
+	uint64_t waited, woke;
+
+	if (t->self_sched_fd < 0 || !t->n_pending || now - enter < REACH_READ_NS ||
+	    procfs_read_sched(t->self_sched_fd, &sc) < 0)
+		return;
+	waited = sc.wait_ns - t->self_wait_ns;
+	t->self_wait_ns = sc.wait_ns;
+	woke = now > waited ? now - waited : 0;
+	if (woke > t->reach_next_ns)
+		t->reach_next_ns = woke < enter ? enter : woke;
 }
 
 /* After exec only the execing thread survives, now under the leader's tid. */
@@ -554,6 +635,7 @@ static bool serve_interrupt(struct tracer *t, struct tracer_thread *th)
 {
 	bool hold;
 
+	th->reached_ns = t->reach_floor_ns;
 	th->pending = false;
 	t->n_pending--;
 	read_regs_at_interrupt(t, th);
@@ -673,6 +755,7 @@ static int drain(struct tracer *t)
 	pid_t tid;
 
 	t->undrained = false;
+	reach_pass(t);
 	for (;;) {
 		tid = waitpid(-1, &status, WNOHANG | __WALL);
 		if (tid <= 0)
@@ -727,6 +810,7 @@ static int reap_wanted(struct tracer *t)
 	size_t i = 0;
 	int status, n = 0;
 
+	reach_pass(t);
 	while (i < t->n_wanted) {
 		pid_t tid = t->wanted[i], r;
 		struct tracer_thread *th = find_thread(t, tid, NULL);
@@ -754,14 +838,17 @@ static int wait_signal(struct tracer *t, uint64_t timeout_ns)
 {
 	struct pollfd pfd = { .fd = t->sigfd, .events = POLLIN };
 	struct timespec ts;
+	uint64_t enter;
 
 	/* Each wait is the watchdog's turn (unwind/priority.h). */
 	prio_watch(cprof_now_ns());
 	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
 	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
+	enter = cprof_now_ns();
 	if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
 		return -errno;
 	t->look_ns = cprof_now_ns();
+	reach_after_wait(t, enter, cprof_now_ns());
 	return read_signals(t);
 }
 
@@ -887,6 +974,8 @@ static void tracer_release(struct tracer *t, struct tracer_stats *final)
 	if (final)
 		*final = t->stats;
 	close(t->sigfd);
+	if (t->self_sched_fd >= 0)
+		close(t->self_sched_fd);
 	free(t->wanted);
 	free(t->threads);
 	cprof_htab_free(&t->by_tid);

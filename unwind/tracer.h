@@ -35,6 +35,10 @@ struct tracer_thread {
 	 * (doc/ptrace.md).  Read it in on_stop. */
 	int last_signal;
 	uint64_t interrupt_ns;	/* CLOCK_MONOTONIC when interrupted */
+	/* When it reached that stop, estimated: a thread that is preempted
+	 * when interrupted reaches its stop only when it next gets a CPU (see
+	 * account_stop in tracer.c). */
+	uint64_t reached_ns;
 	struct user_regs_struct regs;	/* read at the stop an interrupt asked for */
 	uint64_t appeared_ns;	/* when it was seized or born */
 	uint64_t stopped_ns;	/* total time in stops cprof asked for */
@@ -65,7 +69,12 @@ struct tracer_stats {
 	uint64_t stop_ns_total;	/* sum of interrupt-to-resume times */
 	uint64_t stop_ns_max;
 	uint64_t stop_hist[TRACER_HIST_BUCKETS];
-	/* Per thread, stopped time / time traced: the worst and the sum (for
+	/* The same stops from the moment each thread reached its stop (the
+	 * time it was held stopped, without its way to the stop): */
+	uint64_t at_stop_ns_total;
+	uint64_t at_stop_ns_max;
+	uint64_t at_stop_hist[TRACER_HIST_BUCKETS];
+	/* Per thread, time held in its stops / time traced: the worst and the sum (for
 	 * the mean), over threads that lived at least one sampling period. */
 	double stopped_fraction_max;
 	double stopped_fraction_sum;
@@ -225,5 +234,8 @@ uint64_t tracer_stop_percentile(const struct tracer_stats *st, double p);
 
 /* The same for the turnaround of signal-delivery-stops. */
 uint64_t tracer_signal_percentile(const struct tracer_stats *st, double p);
+
+/* The same for the time from reaching the stop to the resume. */
+uint64_t tracer_at_stop_percentile(const struct tracer_stats *st, double p);
 
 #endif
