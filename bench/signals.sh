@@ -8,9 +8,10 @@
 #
 # BUILDDIR (default ./build) holds the cprof measured; BASELINE_BUILDDIR, if
 # given, another cprof run on the same targets in the same session, variants
-# interleaved.  Targets (tests/targets/sigloop.c, compiled here with gcc -O2
-# -g -pthread; SIGNALS_WORK steps of integer work between two signals,
-# default 2000, a few microseconds):
+# interleaved.  Targets (SIGNALS_TARGETS, default "segv usr1 java";
+# tests/targets/sigloop.c, compiled here with gcc -O2 -g -pthread, runs
+# SIGNALS_THREADS threads, default 1, each doing SIGNALS_WORK steps of
+# integer work between two signals, default 2000, a few microseconds):
 #   segv   a thread loads from a guard page; its SIGSEGV handler moves the pc
 #          past the load in the ucontext, as a JVM's sends the thread on
 #   usr1   a thread sends itself SIGUSR1 (tgkill) after the same work
@@ -50,6 +51,8 @@ BASE=${2:-}
 RUNS=${SIGNALS_RUNS:-3}
 SECS=${SIGNALS_SECS:-4}
 WORK_STEPS=${SIGNALS_WORK:-2000}
+NTHREADS=${SIGNALS_THREADS:-1}
+WANT_TARGETS=${SIGNALS_TARGETS:-segv usr1 java}
 ME=signals
 . "$HERE/lib.sh"
 
@@ -58,6 +61,10 @@ ME=signals
 bench_positive SIGNALS_RUNS "$RUNS"
 bench_positive SIGNALS_SECS "$SECS" seconds
 bench_positive SIGNALS_WORK "$WORK_STEPS" steps
+bench_positive SIGNALS_THREADS "$NTHREADS" threads
+for t in $WANT_TARGETS; do
+	case $t in segv|usr1|java) ;; *) die "SIGNALS_TARGETS: unknown target '$t' (segv, usr1, java)" ;; esac
+done
 command -v gcc >/dev/null || die "gcc is needed to build the target"
 command -v python3 >/dev/null || die "python3 is needed to read the logs and cprof --json"
 
@@ -66,9 +73,14 @@ bench_workdir
 gcc -O2 -g -pthread -I"$HERE/../tests/targets" -o "$WORK/sigloop" "$HERE/../tests/targets/sigloop.c" \
 	2>"$WORK/gcc.err" || die "cannot build the sigloop target: $(cat "$WORK/gcc.err")"
 
-TARGETS=(segv usr1)
+TARGETS=()
+for t in $WANT_TARGETS; do
+	[ "$t" = java ] || TARGETS+=("$t")
+done
 JAVA_NOTE=""
-if command -v java >/dev/null && command -v javac >/dev/null; then
+if [[ " $WANT_TARGETS " != *" java "* ]]; then
+	:
+elif command -v java >/dev/null && command -v javac >/dev/null; then
 	if javac -d "$WORK" "$HERE/NpeLoop.java" 2>"$WORK/javac.err"; then
 		TARGETS+=(java)
 	else
@@ -87,7 +99,7 @@ start_target() {
 			</dev/null >/dev/null 2>"$WORK/target.err" &
 		;;
 	*)
-		"$WORK/sigloop" -m "$1" -t 1 -w "$WORK_STEPS" -s 3600 -l "$WORK/log" -r "$WORK/ready" \
+		"$WORK/sigloop" -m "$1" -t "$NTHREADS" -w "$WORK_STEPS" -s 3600 -l "$WORK/log" -r "$WORK/ready" \
 			</dev/null >/dev/null 2>"$WORK/target.err" &
 		;;
 	esac
@@ -204,7 +216,8 @@ LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "machine: $(nproc) CPUs, $(uname -sr), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
 echo "load average at start: $LOAD0"
 echo "cprof: $BUILD/cprof${BASE:+; baseline: $BASE/cprof}"
-echo "$RUNS rounds (SIGNALS_RUNS) of ${SECS} s windows (SIGNALS_SECS); $WORK_STEPS steps of work between signals (SIGNALS_WORK)"
+echo "$RUNS rounds (SIGNALS_RUNS) of ${SECS} s windows (SIGNALS_SECS); targets: ${TARGETS[*]} (SIGNALS_TARGETS)"
+echo "C targets: $NTHREADS thread(s) (SIGNALS_THREADS), $WORK_STEPS steps of work between signals (SIGNALS_WORK)"
 [ -n "$JAVA_NOTE" ] && echo "note: $JAVA_NOTE"
 echo
 n=${#VARIANTS[@]}

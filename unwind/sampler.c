@@ -26,6 +26,9 @@
 /* An interrupt whose stop has not come after this is forgotten (see
  * tracer_expire_interrupts): longer than any stop seen under load. */
 #define EXPIRE_NS 200000000ull
+/* While a tick reads threads or unwinds copies, stops that came meanwhile
+ * (a signal's, waiting to be passed on) are served at least this often. */
+#define SERVE_NS 20000ull
 /* How long a tick waits for the stops it asked for. */
 #define STOP_WAIT_NS 20000000ull
 /* cpu mode: a thread stays in the tier read every tick for this many
@@ -105,6 +108,7 @@ struct sampler {
 	uint64_t clock_tick;	/* the tick the clock is read at next */
 	uint64_t cold_read_ns;	/* when every thread was last read */
 	uint64_t tick_ns;	/* when this tick started: wall samples end there */
+	uint64_t served_ns;	/* when serve_waiting last looked */
 	size_t wall_cap;	/* wall: threads a tick can read (see choose_wall) */
 	size_t wall_cursor;	/* wall: where the next tick's threads start */
 	size_t wall_visited;	/* wall: threads this tick read */
@@ -501,6 +505,35 @@ static struct samp_proc *snap_proc(const struct sampler *s, const struct snap *s
 	return sn->key && sn->key <= s->n_labels ? s->labels[sn->key - 1].proc : NULL;
 }
 
+/*
+ * Serves the stops that came while the tracing thread was busy with a
+ * tick's reads or unwinding, at most every SERVE_NS: a thread in a
+ * signal-delivery-stop waits until its signal is passed on, and must not
+ * wait for the tick.  One read of the signalfd when nothing came.  A
+ * thread may appear or go meanwhile: callers look threads up again after
+ * it, and an interrupt stop served here may add a snapshot.
+ */
+static void serve_waiting(struct sampler *s)
+{
+	uint64_t now = cprof_now_ns();
+	int r;
+
+	if (!s->tracer || now - s->served_ns < SERVE_NS)
+		return;
+	s->served_ns = now;
+	r = tracer_poll(s->tracer, 0);
+	if (r > 0)
+		s->pending_events |= r;
+}
+
+/* The thread at index i after serve_waiting, or NULL when fewer threads
+ * are left. */
+static struct tracer_thread *thread_at(struct sampler *s, size_t i)
+{
+	serve_waiting(s);
+	return tracer_thread_at(s->tracer, i);
+}
+
 /* Unwinds and aggregates the snapshots taken so far; their threads run
  * again already. */
 static int process_snaps(struct sampler *s)
@@ -523,12 +556,17 @@ static int process_snaps(struct sampler *s)
 		}
 	}
 	for (i = 0; i < s->n_snaps; i++) {
-		struct snap *sn = &s->snaps[i];
-		struct samp_proc *p = snap_proc(s, sn);
+		struct snap *sn;
+		struct samp_proc *p;
 		enum remote_end end;
 		size_t used;
 		bool ran_off;
 
+		/* Before taking the pointer: a stop served here may grow
+		 * s->snaps (this loop unwinds that copy too). */
+		serve_waiting(s);
+		sn = &s->snaps[i];
+		p = snap_proc(s, sn);
 		if (!p || !p->unwinder)
 			continue;
 		n = unwind_snap(s, p, sn, &end, &used, &ran_off);
@@ -754,8 +792,8 @@ static size_t choose_wall(struct sampler *s, size_t n)
 		struct tracer_thread *th;
 
 		i = (s->wall_cursor + k) % n;
-		th = tracer_thread_at(s->tracer, i);
-		if (wants_stop(s, th))
+		th = thread_at(s, i);
+		if (th && wants_stop(s, th))
 			s->pick[chosen++] = th->tid;
 	}
 	if (cap < n)
@@ -812,9 +850,9 @@ static size_t choose(struct sampler *s, size_t n)
 			all = true;
 	}
 	for (i = 0; i < n; i++) {
-		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+		struct tracer_thread *th = thread_at(s, i);
 
-		if ((all || is_hot(s, th)) && wants_stop(s, th))
+		if (th && (all || is_hot(s, th)) && wants_stop(s, th))
 			s->pick[chosen++] = th->tid;
 	}
 	if (checked && !all) {
@@ -822,9 +860,9 @@ static size_t choose(struct sampler *s, size_t n)
 		if (s->unexplained_ns > (int64_t)slack) {
 			all = true;
 			for (i = 0; i < n; i++) {
-				struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+				struct tracer_thread *th = thread_at(s, i);
 
-				if (!is_hot(s, th) && wants_stop(s, th))
+				if (th && !is_hot(s, th) && wants_stop(s, th))
 					s->pick[chosen++] = th->tid;
 			}
 		}
