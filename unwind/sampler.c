@@ -592,12 +592,13 @@ static int process_snaps(struct sampler *s)
 }
 
 /*
- * Wall mode: reuse the thread's last stack if it did not run since, else
- * read it in place if it is blocked (its syscall file says where; one that
- * runs, or is stopped outside a system call, says nothing we can use).
- * Returns true when sampled (no stop needed).
+ * A blocked thread's stack read in place, without a stop: SP and PC from
+ * its syscall file, the stack copied, unwound into s->frames, and its
+ * schedstat read again (now is the one read before): if it ran meanwhile
+ * the copy may mix two moments, and nothing is taken.  Returns the number
+ * of frames, 0 when the thread must be stopped to be sampled.
  */
-static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
+static size_t read_in_place(struct sampler *s, struct tracer_thread *th,
 			    const struct procfs_sched *now)
 {
 	struct samp_thread *st = th->user;
@@ -609,27 +610,62 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 	bool ran_off;
 	int fd;
 
+	fd = procfs_task_fd(fds, &th->task, PROCFS_SYSCALL);
+	if (fd < 0 || !p->unwinder ||
+	    snap_capture_in_place(&s->blocked, p->pid, th->tid, fd, &p->maps, NULL) < 0)
+		return 0;
+	n = unwind_snap(s, p, &s->blocked, &end, &used, &ran_off);
+	if (!n || end == REMOTE_END_NEED_REGS)
+		return 0;
+	if (procfs_task_sched(fds, &th->task, &after) < 0 || !procfs_sched_same(&after, now))
+		return 0;
+	s->stats.samples_unstopped++;
+	s->stats.ends[end]++;
+	return n;
+}
+
+/*
+ * Wall mode: reuse the thread's last stack if it did not run since, else
+ * read it in place if it is blocked (its syscall file says where; one that
+ * runs, or is stopped outside a system call, says nothing we can use).
+ * Returns true when sampled (no stop needed).
+ */
+static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
+			    const struct procfs_sched *now)
+{
+	struct samp_thread *st = th->user;
+	size_t n;
+
 	if (st->have_last && procfs_sched_same(&st->captured, now)) {
 		s->stats.samples_reused++;
 		return add_sample(s, st->label, st->last_frames, st->n_last, wall_value(s, st),
 				  &st->last_entry) == 0;
 	}
-	fd = procfs_task_fd(fds, &th->task, PROCFS_SYSCALL);
-	if (fd < 0 || !p->unwinder ||
-	    snap_capture_in_place(&s->blocked, p->pid, th->tid, fd, &p->maps, NULL) < 0)
-		return false;
-	n = unwind_snap(s, p, &s->blocked, &end, &used, &ran_off);
-	if (!n || end == REMOTE_END_NEED_REGS)
-		return false;
-	/* Did it run while we read its stack?  Then the copy may mix two
-	 * moments: stop it instead. */
-	if (procfs_task_sched(fds, &th->task, &after) < 0 || !procfs_sched_same(&after, now))
+	n = read_in_place(s, th, now);
+	if (!n)
 		return false;
 	st->captured = *now;
-	s->stats.samples_unstopped++;
-	s->stats.ends[end]++;
 	remember(s, th, s->frames, n);
 	return add_sample(s, st->label, s->frames, n, wall_value(s, st), &st->last_entry) == 0;
+}
+
+/*
+ * cpu mode, a blocked thread that used CPU since its last sample: the
+ * sample that would find it running may never come (a thread that wakes
+ * for microseconds), so its CPU is charged where it waits, read in place,
+ * once it is a sample's worth, and at the session's last tick whatever it
+ * is: the profile's total stays the CPU its threads used.
+ */
+static void charge_in_place(struct sampler *s, struct tracer_thread *th,
+			    const struct procfs_sched *now)
+{
+	struct samp_thread *st = th->user;
+	size_t n = read_in_place(s, th, now);
+
+	if (!n)
+		return;
+	if (add_sample(s, st->label, s->frames, n, now->run_ns - st->sampled_run_ns, NULL) == 0)
+		st->sampled_run_ns = now->run_ns;
 }
 
 /* Decides whether th must be interrupted this tick (and samples it in
@@ -657,6 +693,10 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	}
 	if (s->o.mode == SAMPLER_CPU) {
 		bool ran = sc.run_ns != st->read_run_ns;
+		uint64_t owed = sc.run_ns - st->sampled_run_ns;
+		/* worth charging where it waits, if blocked (charge_in_place) */
+		bool charge = owed && (s->read_all || owed >= s->period_ns);
+		int running;
 
 		s->hot_run_ns += sc.run_ns - st->read_run_ns;
 		st->read_run_ns = sc.run_ns;
@@ -664,13 +704,19 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 		 * now (or one woken and not yet on a CPU: it is seen once it
 		 * ran).  One that did not keeps its CPU since its last sample
 		 * for the sample that comes when it is next found running. */
-		if (th->listening || !ran || sc.run_ns == st->sampled_run_ns)
+		if (th->listening || !owed || (!ran && !charge))
 			return false;
-		if (procfs_task_running(fds, &th->task) != 1)
+		running = procfs_task_running(fds, &th->task);
+		if (running < 0)
 			return false;
 		/* Its name now: threads rename. */
-		if (procfs_task_comm(fds, &th->task, comm, sizeof(comm)) == 0)
+		if ((running || charge) && procfs_task_comm(fds, &th->task, comm, sizeof(comm)) == 0)
 			update_label(s, th, comm);
+		if (!running) {
+			if (charge)
+				charge_in_place(s, th, &sc);
+			return false;
+		}
 		st->seen_run_ns = sc.run_ns;
 		st->hot_tick = s->stats.ticks + HOT_TICKS;
 		return true;
@@ -1102,10 +1148,13 @@ static int session_loop(struct sampler *s)
 			break;
 		}
 	}
-	if (r >= 0 && s->stats.ticks_rotated && !(s->pending_events & TRACER_EV_GONE)) {
-		/* The rotation left most threads' last stretch unsampled: one
-		 * last tick over all of them, so each thread's samples add up
-		 * to the whole session. */
+	if (r >= 0 && (s->stats.ticks_rotated || s->o.mode == SAMPLER_CPU) &&
+	    !(s->pending_events & TRACER_EV_GONE)) {
+		/* One last tick over every thread, so that each thread's
+		 * samples add up to the whole session: in wall mode the
+		 * rotation left most threads' last stretch unsampled; in cpu
+		 * mode a blocked thread's CPU since its last sample is
+		 * charged where it waits (charge_in_place). */
 		s->read_all = true;
 		r = tick(s);
 		s->read_all = false;
