@@ -553,7 +553,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"short\": %llu, \"short_ran_out\": %llu}, \"unwinds_reused\": %llu, "
 	       "\"signals_reinjected\": %llu, "
 	       "\"signal_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, \"total\": %llu}, "
-	       "\"samples_signal_entry\": %llu, "
+	       "\"samples_signal_entry\": %llu, \"samples_signal_deferred\": %llu, "
 	       "\"boosted\": %s, \"sched\": \"%s\", \"sched_dropped\": %s%s%s, "
 	       "\"target_exited\": %s, \"debuginfo_missing\": ",
 	       (unsigned long long)st->elapsed_ns, (unsigned long long)st->samples,
@@ -577,7 +577,8 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)tracer_signal_percentile(t, 50),
 	       (unsigned long long)tracer_signal_percentile(t, 99),
 	       (unsigned long long)t->signal_ns_max, (unsigned long long)t->signal_ns_total,
-	       (unsigned long long)st->samples_signal_entry, st->boosted ? "true" : "false",
+	       (unsigned long long)st->samples_signal_entry,
+	       (unsigned long long)st->samples_signal_deferred, st->boosted ? "true" : "false",
 	       prio_policy_name(t->sched_policy), prio_drop_name(t->sched_drop) ? "\"" : "",
 	       prio_drop_name(t->sched_drop) ? prio_drop_name(t->sched_drop) : "null",
 	       prio_drop_name(t->sched_drop) ? "\"" : "",

@@ -50,7 +50,7 @@ struct hub {
 #define HUB_COUNTERS(X)							\
 	X(ticks) X(ticks_missed) X(samples) X(samples_reused)		\
 	X(samples_unstopped) X(value_ns) X(elapsed_ns) X(cprof_cpu_ns)	\
-	X(samples_signal_entry)						\
+	X(samples_signal_entry) X(samples_signal_deferred)		\
 	X(tracer.stops) X(tracer.stop_ns_total) X(tracer.at_stop_ns_total)	\
 	X(tracer.signals_reinjected) X(tracer.signal_ns_total)		\
 	X(tracer.syscalls_restarted)					\

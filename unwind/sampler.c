@@ -29,6 +29,9 @@
 /* While a tick reads threads or unwinds copies, stops that came meanwhile
  * (a signal's, waiting to be passed on) are served at least this often. */
 #define SERVE_NS 20000ull
+/* cpu mode: ticks in a row a thread's sample may be put off because of its
+ * signals (see defer_for_signal). */
+#define SIGNAL_DEFER_MAX 4
 /* How long a tick waits for the stops it asked for. */
 #define STOP_WAIT_NS 20000000ull
 /* cpu mode: a thread stays in the tier read every tick for this many
@@ -68,6 +71,7 @@ struct samp_thread {
 	struct procfs_sched captured;	/* wall: schedstat when last captured */
 	uint64_t read_run_ns;		/* cpu: schedstat run time when last read */
 	uint64_t hot_tick;		/* cpu: in the hot tier until this tick */
+	unsigned signal_defers;		/* cpu: ticks in a row its sample was put off */
 	uint64_t wall_ns;		/* wall: where the time its next sample stands for starts */
 	uint64_t stack_top;		/* the highest stack address its walks needed; 0: unknown */
 	uint32_t label;
@@ -109,6 +113,7 @@ struct sampler {
 	uint64_t cold_read_ns;	/* when every thread was last read */
 	uint64_t tick_ns;	/* when this tick started: wall samples end there */
 	uint64_t served_ns;	/* when serve_waiting last looked */
+	uint64_t due_ns;	/* when this tick came due */
 	size_t wall_cap;	/* wall: threads a tick can read (see choose_wall) */
 	size_t wall_cursor;	/* wall: where the next tick's threads start */
 	size_t wall_visited;	/* wall: threads this tick read */
@@ -351,6 +356,7 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	sn->cpu_ns = s->o.mode == SAMPLER_WALL ? wall_value(s, st) : st->seen_run_ns - st->sampled_run_ns;
 	sn->key = st->label;
 	st->sampled_run_ns = st->seen_run_ns;
+	st->signal_defers = 0;
 	s->n_snaps++;
 	/* thread policy: copied, so resume at once; process policy: hold
 	 * until every sampled thread is copied. */
@@ -668,6 +674,28 @@ static void charge_in_place(struct sampler *s, struct tracer_thread *th,
 		st->sampled_run_ns = now->run_ns;
 }
 
+/*
+ * cpu mode: whether th's sample waits for a later tick.  A thread whose
+ * signal was passed on after this tick came due was stopped in that
+ * signal's delivery when it came due, using no CPU; interrupted now it
+ * would stop where its handler starts, just after the re-injection.  The
+ * tracing thread is awake at such moments because of the signal, so on a
+ * thread that takes signals in a loop the samples would all come at that
+ * point of its loop, however its CPU time is spent.  Its CPU time goes to
+ * its next sample instead, which comes within SIGNAL_DEFER_MAX ticks.
+ */
+static bool defer_for_signal(struct sampler *s, struct tracer_thread *th)
+{
+	struct samp_thread *st = th->user;
+
+	if (s->o.mode != SAMPLER_CPU || !st || th->signal_ns < s->due_ns ||
+	    st->signal_defers >= SIGNAL_DEFER_MAX)
+		return false;
+	st->signal_defers++;
+	s->stats.samples_signal_deferred++;
+	return true;
+}
+
 /* Decides whether th must be interrupted this tick (and samples it in
  * place when it need not). */
 static bool wants_stop(struct sampler *s, struct tracer_thread *th)
@@ -708,6 +736,9 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 			return false;
 		running = procfs_task_running(fds, &th->task);
 		if (running < 0)
+			return false;
+		/* Only one about to be interrupted: see defer_for_signal. */
+		if (running && defer_for_signal(s, th))
 			return false;
 		/* Its name now: threads rename. */
 		if ((running || charge) && procfs_task_comm(fds, &th->task, comm, sizeof(comm)) == 0)
@@ -955,7 +986,7 @@ static int tick(struct sampler *s)
 		for (i = 0; i < chosen; i++) {
 			struct tracer_thread *th = tracer_find_thread(s->tracer, s->pick[i]);
 
-			if (th)
+			if (th && !defer_for_signal(s, th))
 				tracer_interrupt(s->tracer, th);
 		}
 		r = wait_stops_for(s, HOLD_MAX_NS);
@@ -967,7 +998,8 @@ static int tick(struct sampler *s)
 		for (i = 0; i < chosen && r >= 0; i++) {
 			struct tracer_thread *th = tracer_find_thread(s->tracer, s->pick[i]);
 
-			if (!th)
+			/* The others' stops and signals were served meanwhile. */
+			if (!th || defer_for_signal(s, th))
 				continue;
 			if (tracer_interrupt(s->tracer, th) == 0)
 				r = wait_stops(s);
@@ -1112,6 +1144,7 @@ static int session_loop(struct sampler *s)
 			next_progress = now + PROGRESS_NS;
 		}
 		if (now >= next) {
+			s->due_ns = next;
 			r = tick(s);
 			if (r < 0)
 				break;
@@ -1156,6 +1189,7 @@ static int session_loop(struct sampler *s)
 		 * mode a blocked thread's CPU since its last sample is
 		 * charged where it waits (charge_in_place). */
 		s->read_all = true;
+		s->due_ns = cprof_now_ns();
 		r = tick(s);
 		s->read_all = false;
 	}

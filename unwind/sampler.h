@@ -81,6 +81,9 @@ struct sampler_stats {
 	 * come between the interrupt and its stop: taken in the code the
 	 * signal interrupted (sigframe_leave_handler). */
 	uint64_t samples_signal_entry;
+	/* cpu mode: samples put off to a later tick because the thread's
+	 * signal was passed on after the tick came due (see defer_for_signal). */
+	uint64_t samples_signal_deferred;
 	uint64_t sched_reads;	/* threads' schedstat read */
 	uint64_t full_reads;	/* ticks that read every thread (cpu: not only the hot tier) */
 	uint64_t ticks_rotated;	/* wall: ticks that read only a rotating subset */

@@ -733,6 +733,7 @@ static void handle_status(struct tracer *t, pid_t tid, int status)
 		t->stats.signals_reinjected++;
 		th->last_signal = sig;
 		resume(t, tid, sig);
+		th->signal_ns = cprof_now_ns();
 		account_signal(t);
 		return;
 	default:

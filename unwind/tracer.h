@@ -34,6 +34,7 @@ struct tracer_thread {
 	 * back in user mode stops it at the handler's first instruction
 	 * (doc/ptrace.md).  Read it in on_stop. */
 	int last_signal;
+	uint64_t signal_ns;	/* CLOCK_MONOTONIC when a signal was last re-injected to it */
 	uint64_t interrupt_ns;	/* CLOCK_MONOTONIC when interrupted */
 	/* When it reached that stop, estimated: a thread that is preempted
 	 * when interrupted reaches its stop only when it next gets a CPU (see
