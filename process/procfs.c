@@ -529,35 +529,37 @@ int procfs_task_syscall(struct procfs_fdcache *c, struct procfs_task *t,
 	return fd < 0 ? fd : procfs_read_syscall(fd, sc);
 }
 
-int procfs_task_running(struct procfs_fdcache *c, struct procfs_task *t)
+/* File k of t, read from its start into buf.  Returns its length (> 0)
+ * or -errno (-ESRCH: the thread is gone, the file reads empty). */
+static ssize_t read_task_file(struct procfs_fdcache *c, struct procfs_task *t,
+			      enum procfs_file k, char *buf, size_t size)
 {
-	char buf[16];
-	int fd = procfs_task_fd(c, t, PROCFS_SYSCALL);
+	int fd = procfs_task_fd(c, t, k);
 	ssize_t r;
 
 	if (fd < 0)
 		return fd;
-	r = pread_all(fd, buf, sizeof(buf));
+	r = pread_all(fd, buf, size);
+	return r == 0 ? -ESRCH : r;
+}
+
+int procfs_task_running(struct procfs_fdcache *c, struct procfs_task *t)
+{
+	char buf[16];
+	ssize_t r = read_task_file(c, t, PROCFS_SYSCALL, buf, sizeof(buf));
+
 	if (r < 0)
 		return (int)r;
-	if (r == 0)
-		return -ESRCH;
 	return strncmp(buf, "running", 7) == 0;
 }
 
 int procfs_task_comm(struct procfs_fdcache *c, struct procfs_task *t, char *name, size_t size)
 {
 	char buf[64];
-	int fd = procfs_task_fd(c, t, PROCFS_COMM);
-	ssize_t r;
+	ssize_t r = read_task_file(c, t, PROCFS_COMM, buf, sizeof(buf));
 
-	if (fd < 0)
-		return fd;
-	r = pread_all(fd, buf, sizeof(buf));
 	if (r < 0)
 		return (int)r;
-	if (r == 0)
-		return -ESRCH;
 	/* the kernel ends it with a newline that is not part of the name */
 	if (buf[r - 1] == '\n')
 		r--;
