@@ -8,7 +8,9 @@
 
 #include "unwind/walk_memo.h"
 
-#define MEMO_SLOTS 64u	/* direct-mapped by (pc, sp) */
+#define MEMO_SETS 64u	/* chosen by (pc, sp) */
+#define MEMO_WAYS 4u	/* walks kept per set: one pc and SP under several
+			 * callers (a leaf called from several places) */
 
 struct memo_slot {
 	uint64_t pc, sp;
@@ -21,8 +23,13 @@ struct memo_slot {
 	struct prof_frame frames[WALK_MEMO_FRAMES];
 };
 
+struct memo_set {
+	struct memo_slot way[MEMO_WAYS];
+	unsigned next;		/* the way the next walk stored replaces */
+};
+
 struct walk_memo {
-	struct memo_slot slots[MEMO_SLOTS];
+	struct memo_set sets[MEMO_SETS];
 };
 
 int walk_memo_create(struct walk_memo **out)
@@ -36,11 +43,11 @@ void walk_memo_destroy(struct walk_memo *m)
 	free(m);
 }
 
-static struct memo_slot *slot_of(struct walk_memo *m, uint64_t pc, uint64_t sp)
+static struct memo_set *set_of(struct walk_memo *m, uint64_t pc, uint64_t sp)
 {
 	uint64_t h = (pc ^ (sp * 0x9e3779b97f4a7c15ull)) * 0xff51afd7ed558ccdull;
 
-	return &m->slots[(h >> 58) & (MEMO_SLOTS - 1)];
+	return &m->sets[(h >> 58) & (MEMO_SETS - 1)];
 }
 
 void walk_log_begin(struct walk_log *l, const struct snap *s)
@@ -104,33 +111,41 @@ bool walk_memo_find(struct walk_memo *m, const struct snap *s, uint64_t gen, siz
 		    uint64_t (*reg_of)(const struct snap *s, unsigned reg),
 		    struct prof_frame *frames, struct walk_result *r)
 {
-	const struct memo_slot *e;
-	unsigned i;
+	const struct memo_set *set;
+	unsigned w, i;
 
 	if (s->regs_partial || s->stack2_len)
 		return false;
-	e = slot_of(m, s->regs.rip, s->regs.rsp);
-	if (!e->used || e->pc != s->regs.rip || e->sp != s->regs.rsp || e->gen != gen ||
-	    e->max != max)
-		return false;
-	for (i = 0; i < e->n_reads; i++) {
-		if (!same_read(&e->reads[i], s, reg_of))
-			return false;
+	set = set_of(m, s->regs.rip, s->regs.rsp);
+	for (w = 0; w < MEMO_WAYS; w++) {
+		const struct memo_slot *e = &set->way[w];
+
+		if (!e->used || e->pc != s->regs.rip || e->sp != s->regs.rsp || e->gen != gen ||
+		    e->max != max)
+			continue;
+		for (i = 0; i < e->n_reads && same_read(&e->reads[i], s, reg_of); i++)
+			;
+		if (i < e->n_reads)
+			continue;
+		memcpy(frames, e->frames, e->result.n_frames * sizeof(*frames));
+		*r = e->result;
+		return true;
 	}
-	memcpy(frames, e->frames, e->result.n_frames * sizeof(*frames));
-	*r = e->result;
-	return true;
+	return false;
 }
 
 void walk_memo_store(struct walk_memo *m, const struct snap *s, uint64_t gen, size_t max,
 		     const struct walk_log *l, const struct prof_frame *frames,
 		     const struct walk_result *r)
 {
+	struct memo_set *set;
 	struct memo_slot *e;
 
 	if (l->off || l->spoiled || s->stack2_len || r->n_frames > WALK_MEMO_FRAMES)
 		return;
-	e = slot_of(m, s->regs.rip, s->regs.rsp);
+	set = set_of(m, s->regs.rip, s->regs.rsp);
+	e = &set->way[set->next];
+	set->next = (set->next + 1) % MEMO_WAYS;
 	e->used = true;
 	e->pc = s->regs.rip;
 	e->sp = s->regs.rsp;

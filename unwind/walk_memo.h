@@ -6,7 +6,8 @@
  * A walk of a snapshot is a function of its pc, its stack pointer, the
  * registers and stack words it read, and of code and unwind tables in
  * read-only file mappings, which stay the same for as long as the maps do
- * (the caller's generation).  A memo keeps, per (pc, sp), the registers
+ * (the caller's generation).  A memo keeps, per (pc, sp) (a few walks for
+ * each: one pc and SP may be reached from several callers), the registers
  * and stack words a walk read, with their values, and its result; a later
  * copy with the same pc and sp gets that result only when every one of
  * those registers and words holds the same value in it.  Walks that read
