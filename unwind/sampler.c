@@ -34,6 +34,11 @@
 #define SIGNAL_DEFER_MAX 4
 /* How long a tick waits for the stops it asked for. */
 #define STOP_WAIT_NS 20000000ull
+/* --stop thread: how long a tick waits for one thread's stop before it
+ * interrupts the next.  A thread on a CPU gets there within tens of
+ * microseconds; one that was preempted gets there only when it next runs,
+ * milliseconds on a busy machine, and is served whenever it comes. */
+#define THREAD_WAIT_NS 250000ull
 /* cpu mode: a thread stays in the tier read every tick for this many
  * ticks after it was last sampled. */
 #define HOT_TICKS 8
@@ -1002,7 +1007,7 @@ static int tick(struct sampler *s)
 			if (!th || defer_for_signal(s, th))
 				continue;
 			if (tracer_interrupt(s->tracer, th) == 0)
-				r = wait_stops(s);
+				r = wait_stops_for(s, THREAD_WAIT_NS);
 			if (s->pending_events & TRACER_EV_GONE)
 				break;
 		}
