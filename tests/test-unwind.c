@@ -2,7 +2,8 @@
 /*
  * Unit test of the tracer's helpers, the per-thread /proc file cache, the
  * remote unwinder's accessors on a synthetic snapshot of this process's own
- * stack, and the all-threads capture of a forked child.
+ * stack, the all-threads capture of a forked child, and leaving a signal
+ * handler's entry on synthetic signal frames.
  */
 #include "config.h"
 
@@ -27,6 +28,7 @@
 #include "tests/tap.h"
 #include "unwind/capture.h"
 #include "unwind/remote.h"
+#include "unwind/sigframe.h"
 #include "unwind/snapshot.h"
 #include "unwind/tracer.h"
 
@@ -601,6 +603,116 @@ static void test_capture(void)
 	end_child(child);
 }
 
+/* ---- a sample at a signal handler's entry -------------------------------- */
+
+/* A restorer's code (mov $15,%rax; syscall) as data: sigframe_leave_handler
+ * reads it from this process with process_vm_readv. */
+static const uint8_t fake_restorer[SIGFRAME_RESTORER_LEN] = {
+	0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05,
+};
+
+/* uc_mcontext.gregs indices */
+enum { GR_RDI = 8, GR_RSI = 9, GR_RDX = 12, GR_RAX = 13, GR_RSP = 15, GR_RIP = 16 };
+
+static void put_word(struct snap *s, uint64_t addr, uint64_t v)
+{
+	memcpy(s->stack + (addr - s->stack_start), &v, 8);
+}
+
+/* The registers the kernel sets at the entry of the handler of sig, its
+ * frame at sp. */
+static void entry_regs(struct user_regs_struct *r, uint64_t sp, int sig)
+{
+	memset(r, 0, sizeof(*r));
+	r->rsp = sp;
+	r->rip = 0x1000;	/* the handler */
+	r->rdi = (unsigned long long)sig;
+	r->rdx = sp + 8;
+	r->rsi = sp + 8 + SIGFRAME_UCONTEXT_SIZE;
+}
+
+/* The frame at sp: the restorer's address, then a ucontext holding the
+ * interrupted code's registers r. */
+static void put_sigframe(struct snap *s, uint64_t sp, uint64_t restorer,
+			 const struct user_regs_struct *r)
+{
+	uint64_t g = sp + 8 + SIGFRAME_GREGS_OFFSET;
+
+	put_word(s, sp, restorer);
+	put_word(s, g + 8 * GR_RDI, r->rdi);
+	put_word(s, g + 8 * GR_RSI, r->rsi);
+	put_word(s, g + 8 * GR_RDX, r->rdx);
+	put_word(s, g + 8 * GR_RAX, r->rax);
+	put_word(s, g + 8 * GR_RSP, r->rsp);
+	put_word(s, g + 8 * GR_RIP, r->rip);
+}
+
+static void test_leave_handler(void)
+{
+	const uint64_t base = 0x7f0000000000ull, restorer = (uintptr_t)fake_restorer;
+	struct proc_maps none = { 0 };
+	struct user_regs_struct code, outer;
+	struct snap s;
+	pid_t self = getpid();
+	uint64_t v;
+	bool left;
+
+	if (snap_init(&s, 16384) < 0) {
+		check(false, "snap_init");
+		return;
+	}
+	/* The code a SIGSEGV interrupted: 4 KiB above the frame. */
+	memset(&code, 0, sizeof(code));
+	code.rsp = base + 4096;
+	code.rip = 0x5555;
+	s.stack_start = base;
+	s.stack_len = 8192;
+	memset(s.stack, 0, s.stack_len);
+	put_sigframe(&s, base, restorer, &code);
+	put_word(&s, base + 4096, 0xabcdef);
+	entry_regs(&s.regs, base, SIGSEGV);
+	check(!sigframe_leave_handler(&s, self, SIGUSR1, &none) && s.regs.rip == 0x1000 &&
+	      s.stack_start == base, "at another signal's entry: left as it is");
+	s.regs.rsi += 8;
+	check(!sigframe_leave_handler(&s, self, SIGSEGV, &none) && s.regs.rip == 0x1000,
+	      "%%rsi not the frame's siginfo: left as it is");
+	s.regs.rsi -= 8;
+	put_word(&s, base, restorer + 1);
+	check(!sigframe_leave_handler(&s, self, SIGSEGV, &none) && s.regs.rip == 0x1000,
+	      "no restorer at [%%rsp]: left as it is");
+	put_word(&s, base, restorer);
+	check(sigframe_leave_handler(&s, self, SIGSEGV, &none), "at the handler's entry: left");
+	check(s.regs.rip == 0x5555 && s.regs.rsp == base + 4096 && s.stack_start == base + 4096 &&
+	      s.stack_len == 4096 && snap_word(&s, base + 4096, &v) && v == 0xabcdef,
+	      "the interrupted code's registers and stack (pc %#llx, %zu bytes from %#llx)",
+	      (unsigned long long)s.regs.rip, s.stack_len, (unsigned long long)s.stack_start);
+
+	/* Two signals delivered one after the other: the frame of the second
+	 * interrupted the first handler's entry. */
+	s.stack_start = base;
+	s.stack_len = 8192;
+	memset(s.stack, 0, s.stack_len);
+	entry_regs(&outer, base + 2048, SIGUSR2);
+	outer.rip = 0x2222;
+	put_sigframe(&s, base, restorer, &outer);
+	put_sigframe(&s, base + 2048, restorer, &code);
+	entry_regs(&s.regs, base, SIGUSR1);
+	left = sigframe_leave_handler(&s, self, SIGUSR1, &none);
+	check(left && s.regs.rip == 0x5555 && s.stack_start == base + 4096,
+	      "nested entries are all left (pc %#llx)", (unsigned long long)s.regs.rip);
+
+	/* The interrupted SP in no copy and no mapping: nothing to go on with. */
+	s.stack_start = base;
+	s.stack_len = 8192;
+	code.rsp = base + 65536;
+	put_sigframe(&s, base, restorer, &code);
+	entry_regs(&s.regs, base, SIGSEGV);
+	check(!sigframe_leave_handler(&s, self, SIGSEGV, &none) && s.regs.rip == 0x1000 &&
+	      s.stack_start == base && s.stack_len == 8192,
+	      "the interrupted stack not copied: left as it is");
+	snap_fini(&s);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -610,5 +722,6 @@ int main(void)
 	test_tracer();
 	test_remote();
 	test_capture();
+	test_leave_handler();
 	return tap_done();
 }
