@@ -768,25 +768,27 @@ static int drain(struct tracer *t)
 	return n;
 }
 
+/* Reads what the signalfd holds, in one read: its signals (SIGCHLD, SIGINT,
+ * SIGTERM, SIGHUP) are standard ones, each pending once at most, and a read
+ * takes as many as the buffer holds. */
 static int read_signals(struct tracer *t)
 {
-	struct signalfd_siginfo si;
+	struct signalfd_siginfo si[4];
 	ssize_t r;
+	size_t i;
 
-	for (;;) {
-		r = read(t->sigfd, &si, sizeof(si));
-		if (r != (ssize_t)sizeof(si))
-			break;
-		if (si.ssi_signo == SIGCHLD)
+	r = read(t->sigfd, si, sizeof(si));
+	if (r < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	for (i = 0; i < (size_t)r / sizeof(si[0]); i++) {
+		if (si[i].ssi_signo == SIGCHLD)
 			t->undrained = true;
-		if (si.ssi_signo != SIGCHLD && !t->stop_requested) {
+		if (si[i].ssi_signo != SIGCHLD && !t->stop_requested) {
 			t->stop_requested = true;
-			t->stats.stop_signal = (int)si.ssi_signo;
-			t->stats.stop_signal_from_user = si.ssi_code == SI_USER;
+			t->stats.stop_signal = (int)si[i].ssi_signo;
+			t->stats.stop_signal_from_user = si[i].ssi_code == SI_USER;
 		}
 	}
-	if (r < 0 && errno != EAGAIN && errno != EINTR)
-		return -errno;
 	return 0;
 }
 
@@ -855,10 +857,16 @@ static int wait_signal(struct tracer *t, uint64_t timeout_ns)
 
 int tracer_poll(struct tracer *t, uint64_t timeout_ns)
 {
-	int r = read_signals(t);
+	int r;
 
-	if (r < 0)
-		return r;
+	/* With a timeout, the wait returns at once when a signal is pending:
+	 * no read before it (one system call less for each signal passed
+	 * on). */
+	if (timeout_ns == 0) {
+		r = read_signals(t);
+		if (r < 0)
+			return r;
+	}
 	if ((t->undrained && drain(t) > 0) || timeout_ns == 0 || status_mask(t))
 		return status_mask(t);
 	r = wait_signal(t, timeout_ns);
