@@ -122,10 +122,12 @@ static void format_comments(char line[N_COMMENTS][COMMENT_MAX], const struct cli
 		 (unsigned long long)tracer_at_stop_percentile(t, 50),
 		 (unsigned long long)tracer_at_stop_percentile(t, 99),
 		 (unsigned long long)t->at_stop_ns_max, t->stopped_fraction_max, mean_fraction(t));
-	snprintf(line[3], COMMENT_MAX, "cprof_cpu_ns=%llu (%.2f%% of one CPU) sched=%s%s%s",
+	snprintf(line[3], COMMENT_MAX,
+		 "cprof_cpu_ns=%llu (%.2f%% of one CPU) sched=%s rt_ns=%llu switches=%u%s%s",
 		 (unsigned long long)st->cprof_cpu_ns,
 		 st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
-		 prio_policy_name(t->sched_policy), t->sched_drop ? " dropped=" : "",
+		 prio_policy_name(t->sched_policy), (unsigned long long)t->sched_rt_ns,
+		 t->sched_switches, t->sched_drop ? " dropped=" : "",
 		 t->sched_drop ? prio_drop_name(t->sched_drop) : "");
 	memcpy(line[4], "unwind ", 7);
 	format_ends(line[4] + 7, COMMENT_MAX - 7, st, fresh, false);
@@ -433,19 +435,30 @@ static void print_processes(const struct sampler *s, const struct sampler_stats 
 		sampled > n_top ? " (the others: --json)" : "");
 }
 
-/* The sampling thread's scheduling policy, as the summary line says it. */
-static const char *sched_text(const struct tracer_stats *t)
+/* The sampling thread's scheduling policy, as the summary line says it;
+ * buf holds it when it is made up. */
+static const char *sched_text(const struct tracer_stats *t, char *buf, size_t size)
 {
+	const char *drop = NULL;
+
+	switch (t->sched_drop) {
+	case PRIO_DROP_RTTIME:
+		drop = "until it ran too long without a pause";
+		break;
+	case PRIO_DROP_SHARE:
+		drop = "until it used too much of a CPU";
+		break;
+	case PRIO_KEPT:
+		break;
+	}
+	if (t->sched_policy == PRIO_RT_ADAPT) {
+		snprintf(buf, size, "real-time %.1f s (while the CPUs were contended%s%s), else at nice -10",
+			 (double)t->sched_rt_ns / 1e9, drop ? ", " : "", drop ? drop : "");
+		return buf;
+	}
 	if (t->sched_policy == PRIO_RT) {
-		switch (t->sched_drop) {
-		case PRIO_DROP_RTTIME:
-			return "real-time until it ran too long without a pause";
-		case PRIO_DROP_SHARE:
-			return "real-time until it used too much of a CPU";
-		case PRIO_KEPT:
-			break;
-		}
-		return "real-time";
+		snprintf(buf, size, "real-time%s%s", drop ? " " : "", drop ? drop : "");
+		return buf;
 	}
 	return t->sched_policy == PRIO_NICE ? "at nice -10" : "at normal priority";
 }
@@ -456,6 +469,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 	char incomplete[200];
 	char rotated[96] = "";
 	char signals[128] = "";
+	char sched[128];
 
 	/* Wall mode with more threads than a tick can read: say at what rate
 	 * each was really sampled (the values stay unbiased). */
@@ -490,7 +504,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		(unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
 		(unsigned long long)st->copies_short_ran_out,
 		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
-		sched_text(t), rotated);
+		sched_text(t, sched, sizeof(sched)), rotated);
 }
 
 /* The modules left without debuginfo, as a JSON array of objects. */
@@ -555,6 +569,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"signal_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, \"total\": %llu}, "
 	       "\"samples_signal_entry\": %llu, \"samples_signal_deferred\": %llu, "
 	       "\"boosted\": %s, \"sched\": \"%s\", \"sched_dropped\": %s%s%s, "
+	       "\"sched_rt_ns\": %llu, \"sched_switches\": %u, "
 	       "\"target_exited\": %s, \"debuginfo_missing\": ",
 	       (unsigned long long)st->elapsed_ns, (unsigned long long)st->samples,
 	       (unsigned long long)(fresh - st->samples_unstopped),
@@ -582,6 +597,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       prio_policy_name(t->sched_policy), prio_drop_name(t->sched_drop) ? "\"" : "",
 	       prio_drop_name(t->sched_drop) ? prio_drop_name(t->sched_drop) : "null",
 	       prio_drop_name(t->sched_drop) ? "\"" : "",
+	       (unsigned long long)t->sched_rt_ns, t->sched_switches,
 	       st->target_exited ? "true" : "false");
 	print_json_missing(live);
 	fputs(", \"processes\": ", stdout);
@@ -639,7 +655,8 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		.stack_size = a->stack_size,
 		.mode = a->mode,
 		.stop = a->stop,
-		.tracer_flags = a->tracer_flags | (a->sched == CLI_SCHED_NORMAL ? 0 : TRACER_RT),
+		.tracer_flags = a->tracer_flags | (a->sched == CLI_SCHED_NORMAL ? 0 : TRACER_RT) |
+				(a->sched == CLI_SCHED_AUTO ? TRACER_RT_ADAPT : 0),
 		.after_attach = after_attach,
 		.after_attach_arg = arg,
 	};

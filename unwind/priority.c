@@ -3,8 +3,11 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -28,6 +31,10 @@ static struct rlimit old_rttime;
 static struct sigaction old_xcpu;
 static uint64_t window_start, window_cpu;
 static __thread bool holder;
+/* PRIO_RT_ADAPT: whether real-time now, since when, for how long in all */
+static __thread bool adaptive, rt_now;
+static __thread uint64_t rt_since, rt_total;
+static __thread unsigned switches;
 
 static uint64_t thread_cpu_ns(void)
 {
@@ -66,6 +73,74 @@ static void on_xcpu(int sig)
 		drop_to_other(tid);
 	}
 	errno = saved;
+}
+
+/* The first line of a small /proc file into buf.  Returns 0 or -errno. */
+static int read_line(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t r;
+
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, size - 1);
+	close(fd);
+	if (r <= 0)
+		return r < 0 ? -errno : -EINVAL;
+	buf[r] = '\0';
+	return 0;
+}
+
+/*
+ * Whether the CPUs are contended, with hysteresis around was (the answer
+ * last time): the kernel's CPU pressure, "some avg10=P" in
+ * /proc/pressure/cpu; where there is none (a kernel without it), whether
+ * more tasks are runnable than there are CPUs, the reader aside
+ * (/proc/loadavg's "R/T").
+ */
+static bool contended(bool was)
+{
+	char buf[256], *p;
+	long cpus;
+	double v;
+
+	if (read_line("/proc/pressure/cpu", buf, sizeof(buf)) == 0 &&
+	    (p = strstr(buf, "avg10=")) != NULL) {
+		v = strtod(p + 6, NULL);
+		return v >= (was ? PRIO_PRESSURE_OFF : PRIO_PRESSURE_ON);
+	}
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (cpus < 1 || read_line("/proc/loadavg", buf, sizeof(buf)) < 0 ||
+	    sscanf(buf, "%*s %*s %*s %lf", &v) != 1)
+		return was;
+	return v - 1 >= (double)cpus + (was ? -0.5 : 0.5);
+}
+
+/* PRIO_RT_ADAPT: the holder into (rt) or out of real-time, the time kept. */
+static void set_rt(bool rt, uint64_t now)
+{
+	struct sched_param sp = { .sched_priority = rt ? sched_get_priority_min(SCHED_FIFO) : 0 };
+
+	if (rt == rt_now)
+		return;
+	if (sched_setscheduler(0, (rt ? SCHED_FIFO : SCHED_OTHER) | SCHED_RESET_ON_FORK, &sp) < 0)
+		return;
+	if (!rt) {
+		setpriority(PRIO_PROCESS, (id_t)gettid(), NICE_BOOST);
+		rt_total += now - rt_since;
+	} else {
+		rt_since = now;
+	}
+	rt_now = rt;
+	switches++;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* The safeguards first, then the policy; on failure nothing is left set. */
@@ -117,12 +192,23 @@ enum prio_policy prio_enter(enum prio_policy want)
 {
 	pid_t none = 0, tid = gettid();
 
-	if (want == PRIO_RT &&
+	if ((want == PRIO_RT || want == PRIO_RT_ADAPT) &&
 	    __atomic_compare_exchange_n(&rt_tid, &none, tid, false, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
 		if (enter_rt() == 0) {
+			uint64_t now = now_ns();
+
 			holder = true;
-			return PRIO_RT;
+			adaptive = want == PRIO_RT_ADAPT;
+			rt_now = true;
+			rt_since = now;
+			rt_total = 0;
+			switches = 0;
+			if (adaptive) {
+				set_rt(contended(false), now);
+				switches = 0;	/* the start is no switch */
+			}
+			return want;
 		}
 		__atomic_store_n(&rt_tid, 0, __ATOMIC_RELEASE);
 	}
@@ -135,8 +221,17 @@ void prio_watch(uint64_t now)
 {
 	uint64_t cpu;
 
-	if (!holder || drop_reason != PRIO_KEPT)
+	if (!holder)
 		return;
+	if (drop_reason != PRIO_KEPT) {
+		/* Dropped (by the handler, maybe): the real-time stretch ends
+		 * about now, for prio_rt_ns. */
+		if (rt_now) {
+			rt_total += now - rt_since;
+			rt_now = false;
+		}
+		return;
+	}
 	if (!window_start) {
 		window_start = now;
 		window_cpu = thread_cpu_ns();
@@ -145,12 +240,26 @@ void prio_watch(uint64_t now)
 	if (now - window_start < PRIO_WINDOW_NS)
 		return;
 	cpu = thread_cpu_ns();
-	if ((double)(cpu - window_cpu) > PRIO_MAX_SHARE * (double)(now - window_start)) {
+	if (rt_now && (double)(cpu - window_cpu) > PRIO_MAX_SHARE * (double)(now - window_start)) {
 		drop_reason = PRIO_DROP_SHARE;
 		drop_to_other(rt_tid);
+	} else if (adaptive) {
+		set_rt(contended(rt_now), now);
 	}
 	window_start = now;
 	window_cpu = cpu;
+}
+
+uint64_t prio_rt_ns(uint64_t now)
+{
+	if (!holder)
+		return 0;
+	return rt_total + (rt_now && drop_reason == PRIO_KEPT ? now - rt_since : 0);
+}
+
+unsigned prio_switches(void)
+{
+	return holder ? switches : 0;
 }
 
 enum prio_drop prio_dropped(void)
@@ -194,6 +303,7 @@ const char *prio_policy_name(enum prio_policy p)
 {
 	static const char *const names[] = {
 		[PRIO_NORMAL] = "normal", [PRIO_NICE] = "nice", [PRIO_RT] = "rt",
+		[PRIO_RT_ADAPT] = "auto",
 	};
 
 	return names[p];

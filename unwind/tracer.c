@@ -1055,7 +1055,8 @@ static void *tracing_thread(void *arg)
 {
 	struct run_ctx *x = arg;
 	uint64_t cpu0 = thread_cpu_ns();
-	enum prio_policy policy = prio_enter(x->flags & TRACER_RT ? PRIO_RT : PRIO_NICE);
+	enum prio_policy policy = prio_enter(!(x->flags & TRACER_RT) ? PRIO_NICE :
+					     x->flags & TRACER_RT_ADAPT ? PRIO_RT_ADAPT : PRIO_RT);
 	struct tracer *t = NULL;
 
 	x->ret = tracer_attach(&t, x->pid, x->flags, x->ops, x->arg);
@@ -1068,6 +1069,8 @@ static void *tracing_thread(void *arg)
 	t->stats.boosted = policy != PRIO_NORMAL;
 	x->ret = x->fn(t, x->arg);
 	t->stats.thread_cpu_ns = thread_cpu_ns() - cpu0;
+	t->stats.sched_rt_ns = prio_rt_ns(cprof_now_ns());
+	t->stats.sched_switches = prio_switches();
 	t->stats.sched_drop = prio_leave();
 	tracer_release(t, &x->stats);
 	/* Returning ends this thread: the kernel detaches the target here. */

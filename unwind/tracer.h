@@ -101,6 +101,8 @@ struct tracer_stats {
 	bool boosted;		/* the tracing thread runs at raised priority */
 	enum prio_policy sched_policy;	/* the tracing thread's, from the start */
 	enum prio_drop sched_drop;	/* whether a real-time policy was dropped, why */
+	uint64_t sched_rt_ns;		/* PRIO_RT_ADAPT: how long it was real-time */
+	unsigned sched_switches;	/* PRIO_RT_ADAPT: how often it changed */
 };
 
 enum {
@@ -121,6 +123,9 @@ enum {
 	/* The tracing thread real-time when permitted (unwind/priority.h);
 	 * without it, nice -10 when permitted. */
 	TRACER_RT = 1 << 2,
+	/* With TRACER_RT: real-time only while the CPUs are contended
+	 * (PRIO_RT_ADAPT). */
+	TRACER_RT_ADAPT = 1 << 3,
 };
 
 /*
