@@ -901,9 +901,13 @@ int tracer_wait_stops(struct tracer *t, uint64_t timeout_ns)
 		r = wait_signal(t, deadline - now);
 		if (r < 0)
 			return r;
-		/* Not our stop (or not only ours, SIGCHLDs coalesce): another
-		 * tracee's signal or exit is served now, not after the tick. */
-		if (t->undrained && reap_wanted(t) == 0)
+		/* Not our stop, or not only ours (SIGCHLDs coalesce): another
+		 * tracee's signal or exit is served now, not after the tick.
+		 * While stops are still awaited (--stop process holds the
+		 * copied threads meanwhile), the full drain costs no one a
+		 * wait; with none left the tick ends soon, and the next
+		 * tracer_poll drains. */
+		if (t->undrained && (reap_wanted(t) == 0 || t->n_pending > 0))
 			drain(t);
 	}
 	return status_mask(t);
