@@ -659,6 +659,8 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 				(a->sched == CLI_SCHED_AUTO ? TRACER_RT_ADAPT : 0),
 		.after_attach = after_attach,
 		.after_attach_arg = arg,
+		/* record: its child is a copy of cprof until it execs */
+		.from_exec = after_attach != NULL,
 	};
 	struct sym_live_opts lo = {
 		.pid = pid,

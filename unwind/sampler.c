@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -123,6 +124,7 @@ struct sampler {
 	size_t wall_cursor;	/* wall: where the next tick's threads start */
 	size_t wall_visited;	/* wall: threads this tick read */
 	bool read_all;		/* the next tick reads every thread (the last one) */
+	bool root_execed;	/* the root process execed (see sampler_opts.from_exec) */
 	struct sampler_stats stats;
 };
 
@@ -331,6 +333,8 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	/* A job-control stop uses no CPU: nothing to sample in cpu mode. */
 	if (!st || (group_stopped && s->o.mode == SAMPLER_CPU))
 		return false;
+	if (s->o.from_exec && !s->root_execed && st->proc == s->procs[0])
+		return false;	/* not yet the program to profile */
 	p = st->proc;
 	if (!p->ready && refresh_maps(p) < 0)
 		return false;
@@ -376,6 +380,8 @@ static void on_exec(struct tracer *t, pid_t pid, void *arg)
 
 	if (p)
 		procs_exec(p, cprof_now_ns());
+	if (p == s->procs[0])
+		s->root_execed = true;
 	/* Stacks kept for reuse belong to the old image. */
 	for (i = 0; i < n; i++) {
 		struct samp_thread *st = tracer_thread_at(t, i)->user;
@@ -606,11 +612,12 @@ static int process_snaps(struct sampler *s)
  * A blocked thread's stack read in place, without a stop: SP and PC from
  * its syscall file, the stack copied, unwound into s->frames, and its
  * schedstat read again (now is the one read before): if it ran meanwhile
- * the copy may mix two moments, and nothing is taken.  Returns the number
- * of frames, 0 when the thread must be stopped to be sampled.
+ * the copy may mix two moments, and nothing is taken.  nr (may be NULL)
+ * gets the system call it is blocked in.  Returns the number of frames, 0
+ * when the thread must be stopped to be sampled.
  */
 static size_t read_in_place(struct sampler *s, struct tracer_thread *th,
-			    const struct procfs_sched *now)
+			    const struct procfs_sched *now, long *nr)
 {
 	struct samp_thread *st = th->user;
 	struct samp_proc *p = st->proc;
@@ -623,7 +630,7 @@ static size_t read_in_place(struct sampler *s, struct tracer_thread *th,
 
 	fd = procfs_task_fd(fds, &th->task, PROCFS_SYSCALL);
 	if (fd < 0 || !p->unwinder ||
-	    snap_capture_in_place(&s->blocked, p->pid, th->tid, fd, &p->maps, NULL) < 0)
+	    snap_capture_in_place(&s->blocked, p->pid, th->tid, fd, &p->maps, nr) < 0)
 		return 0;
 	n = unwind_snap(s, p, &s->blocked, &end, &used, &ran_off);
 	if (!n || end == REMOTE_END_NEED_REGS)
@@ -652,7 +659,7 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 		return add_sample(s, st->label, st->last_frames, st->n_last, wall_value(s, st),
 				  &st->last_entry) == 0;
 	}
-	n = read_in_place(s, th, now);
+	n = read_in_place(s, th, now, NULL);
 	if (!n)
 		return false;
 	st->captured = *now;
@@ -665,15 +672,19 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
  * sample that would find it running may never come (a thread that wakes
  * for microseconds), so its CPU is charged where it waits, read in place,
  * once it is a sample's worth, and at the session's last tick whatever it
- * is: the profile's total stays the CPU its threads used.
+ * is: the profile's total stays the CPU its threads used.  Not while it is
+ * in execve: the stack is the old program's, which the exec replaces (for
+ * cprof record, a copy of cprof waiting to become the command), and the
+ * CPU goes with its next sample, in the program it became.
  */
 static void charge_in_place(struct sampler *s, struct tracer_thread *th,
 			    const struct procfs_sched *now)
 {
 	struct samp_thread *st = th->user;
-	size_t n = read_in_place(s, th, now);
+	long nr = -1;
+	size_t n = read_in_place(s, th, now, &nr);
 
-	if (!n)
+	if (!n || nr == SYS_execve || nr == SYS_execveat)
 		return;
 	if (add_sample(s, st->label, s->frames, n, now->run_ns - st->sampled_run_ns, NULL) == 0)
 		st->sampled_run_ns = now->run_ns;
@@ -719,10 +730,13 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	if (procfs_task_sched(fds, &th->task, &sc) < 0)
 		return false;
 	s->stats.sched_reads++;
-	if (!st->primed) {
+	if (!st->primed || (s->o.from_exec && !s->root_execed && st->proc == s->procs[0])) {
+		/* (Not yet the program to profile: its CPU is not counted.) */
 		st->sampled_run_ns = sc.run_ns;
 		st->read_run_ns = sc.run_ns;
 		st->primed = true;
+		if (st->proc == s->procs[0] && s->o.from_exec && !s->root_execed)
+			return false;
 	}
 	if (s->o.mode == SAMPLER_CPU) {
 		bool ran = sc.run_ns != st->read_run_ns;

@@ -53,6 +53,10 @@ struct sampler_opts {
 	 * the first tick (record uses it to let its child exec). */
 	void (*after_attach)(void *arg);
 	void *after_attach_arg;
+	/* pid is sampled from its first exec on: before it, it is not yet the
+	 * program to profile (record's child runs cprof's code until it execs
+	 * the command), and its CPU until then is not counted. */
+	bool from_exec;
 	/* NULL, or called on the session thread from the sampling loop, at
 	 * most every 250 ms, with the statistics so far (elapsed_ns,
 	 * cprof_cpu_ns and tracer brought up to date for it): a live status
