@@ -57,6 +57,10 @@
  * so cprof stays under that share of a core however many threads there
  * are; past it, a rotating subset (see choose_wall). */
 #define WALL_SHARE 4
+/* How long a tick polls for the stops it asked for before it sleeps, while
+ * polling pays (tracer_set_spin_adaptive): a thread on a CPU reaches its
+ * stop within a few microseconds, and a sleep and wake-up cost more. */
+#define SPIN_NS 20000ull
 /* wall mode: at least this many threads a tick, however slow each is. */
 #define WALL_MIN_THREADS 16
 /* The adaptive stack copy (see copy_limit): bytes copied beyond the
@@ -1105,6 +1109,7 @@ static int session_start(struct sampler *s)
 
 	s->stats.attached = true;
 	tracer_set_fraction_floor(s->tracer, s->period_ns);
+	tracer_set_spin_adaptive(s->tracer, SPIN_NS);
 	s->stats.start_realtime_ns = (uint64_t)cprof_realtime_ns();
 	ret = refresh_maps(s->procs[0]);
 	if (ret < 0)

@@ -32,6 +32,11 @@
  * followed too, from its first instruction. */
 #define FOLLOW_OPTIONS (SEIZE_OPTIONS | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK)
 
+/* tracer_set_spin_adaptive: the score of a polling that always pays, and
+ * how often a wait polls when it has not been paying. */
+#define SPIN_SCORE_MAX 64u
+#define SPIN_PROBE_EVERY 16u
+
 struct tracer {
 	pid_t pid;
 	unsigned flags;		/* TRACER_* of tracer_run_tree */
@@ -56,6 +61,10 @@ struct tracer {
 	bool stop_requested;
 	uint64_t fraction_floor_ns;
 	uint64_t spin_ns;
+	/* tracer_set_spin_adaptive: how well polling has been paying, 0..64;
+	 * the waits since a probe. */
+	bool spin_adapt;
+	unsigned spin_score, spin_waits;
 	/* From when a status reaped now has waited, at the latest: the end of
 	 * the last drain (it found the queue empty), or the wake-up from a
 	 * wait that came since.  See account_signal. */
@@ -466,6 +475,37 @@ void tracer_set_fraction_floor(struct tracer *t, uint64_t ns)
 void tracer_set_spin(struct tracer *t, uint64_t ns)
 {
 	t->spin_ns = ns;
+	t->spin_adapt = false;
+}
+
+void tracer_set_spin_adaptive(struct tracer *t, uint64_t ns)
+{
+	t->spin_ns = ns;
+	t->spin_adapt = true;
+	t->spin_score = SPIN_SCORE_MAX;
+}
+
+/* How long this wait polls before it sleeps. */
+static uint64_t spin_budget(struct tracer *t)
+{
+	if (!t->spin_adapt || t->spin_score >= SPIN_SCORE_MAX / 2)
+		return t->spin_ns;
+	/* Not paying lately: poll one wait in SPIN_PROBE_EVERY, to notice
+	 * when it pays again. */
+	return ++t->spin_waits % SPIN_PROBE_EVERY ? 0 : t->spin_ns;
+}
+
+/* After a wait that polled: whether the stops came while it polled. */
+static void spin_scored(struct tracer *t, bool paid)
+{
+	if (!t->spin_adapt)
+		return;
+	if (paid)
+		t->spin_score += (SPIN_SCORE_MAX - t->spin_score + 3) / 4;
+	else
+		t->spin_score -= (t->spin_score + 3) / 4;
+	t->stats.spins++;
+	t->stats.spins_paid += paid;
 }
 
 
@@ -879,7 +919,9 @@ int tracer_poll(struct tracer *t, uint64_t timeout_ns)
 
 int tracer_wait_stops(struct tracer *t, uint64_t timeout_ns)
 {
-	uint64_t now = cprof_now_ns(), deadline = now + timeout_ns, spin_until = now + t->spin_ns;
+	uint64_t now = cprof_now_ns(), deadline = now + timeout_ns, spin = spin_budget(t);
+	uint64_t spin_until = now + spin;
+	bool slept = false;
 	int r;
 
 	r = read_signals(t);
@@ -899,6 +941,7 @@ int tracer_wait_stops(struct tracer *t, uint64_t timeout_ns)
 		if (now < spin_until)
 			continue;
 		r = wait_signal(t, deadline - now);
+		slept = true;
 		if (r < 0)
 			return r;
 		/* Not our stop, or not only ours (SIGCHLDs coalesce): another
@@ -910,6 +953,10 @@ int tracer_wait_stops(struct tracer *t, uint64_t timeout_ns)
 		if (t->undrained && (reap_wanted(t) == 0 || t->n_pending > 0))
 			drain(t);
 	}
+	if (spin && t->n_pending == 0)
+		spin_scored(t, !slept);
+	else if (spin)
+		spin_scored(t, false);
 	return status_mask(t);
 }
 

@@ -85,6 +85,7 @@ struct tracer_stats {
 	bool leader_exited;
 	int leader_status;	/* wait status of the main thread, when it exited */
 	uint64_t signals_reinjected;	/* signal-delivery-stops served */
+	uint64_t spins, spins_paid;	/* waits that polled; those whose stops came meanwhile */
 	/* Their turnaround: from when the tracing thread could first see the
 	 * stop (its wake-up by SIGCHLD, or the end of its last look that
 	 * found no stop waiting) to the re-injection.  Same histogram as
@@ -181,6 +182,18 @@ void tracer_set_fraction_floor(struct tracer *t, uint64_t ns);
  * reach their stops, which makes every stop longer (doc/ptrace.md).
  */
 void tracer_set_spin(struct tracer *t, uint64_t ns);
+
+/*
+ * The same for continuous sampling, where polling pays only while the
+ * threads interrupted are on a CPU of their own and reach their stops
+ * within ns (a few microseconds, when a CPU is free): a poll that ends in
+ * a sleep all the same took that CPU time for nothing, and on a CPU the
+ * stopping thread waits for, made its stop longer.  So the tracer keeps
+ * score: while most polls lately saw their stops come, each wait polls up
+ * to ns; otherwise one wait in 16 does, to notice when it pays again.
+ * tracer_stats spins and spins_paid count them.
+ */
+void tracer_set_spin_adaptive(struct tracer *t, uint64_t ns);
 
 /*
  * Forgets interrupts older than max_age_ns whose stop never came: another
