@@ -176,10 +176,10 @@ int tracer_run_tree(pid_t pid, unsigned flags, const struct tracer_ops *ops, voi
 void tracer_set_fraction_floor(struct tracer *t, uint64_t ns);
 
 /*
- * While interrupts are outstanding, tracer_poll polls for up to ns before
- * it sleeps.  Worth it only for a one-off freeze (dump-threads): while
- * sampling continuously, a polling tracer takes the CPU its tracees need to
- * reach their stops, which makes every stop longer (doc/ptrace.md).
+ * While interrupts are outstanding, tracer_wait_stops polls for up to ns
+ * before it sleeps, every time: for a one-off freeze (dump-threads).  While
+ * sampling continuously a polling tracer may take the CPU its tracees need
+ * to reach their stops (doc/ptrace.md): see tracer_set_spin_adaptive.
  */
 void tracer_set_spin(struct tracer *t, uint64_t ns);
 
