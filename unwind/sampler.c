@@ -902,8 +902,19 @@ static size_t choose_wall(struct sampler *s, size_t n)
 	return chosen;
 }
 
-/* wall mode, after a tick that read `visited` threads in tick_ns: the
- * number of threads the next ones can read in 1/WALL_SHARE of a period. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* wall mode, after a tick that read `visited` threads using tick_ns of CPU
+ * (CPU, not elapsed time: the budget is a share of a core, and a tick
+ * preempted or waiting for a stop costs no more): the number of threads
+ * the next ones can read in 1/WALL_SHARE of a period. */
 static void adapt_wall_cap(struct sampler *s, size_t n, uint64_t tick_ns)
 {
 	uint64_t per = s->wall_visited ? tick_ns / s->wall_visited : 0, want;
@@ -983,6 +994,7 @@ static size_t choose(struct sampler *s, size_t n)
 static int tick(struct sampler *s)
 {
 	size_t i, n = tracer_thread_count(s->tracer), chosen = 0;
+	uint64_t cpu0 = s->o.mode == SAMPLER_WALL ? thread_cpu_ns() : 0;
 	int r = 0;
 
 	/* Grown with the thread count, never freed per tick: the hot path
@@ -1034,7 +1046,7 @@ static int tick(struct sampler *s)
 		return r;
 	r = process_snaps(s);
 	if (s->o.mode == SAMPLER_WALL && !s->read_all)
-		adapt_wall_cap(s, n, cprof_now_ns() - s->tick_ns);
+		adapt_wall_cap(s, n, thread_cpu_ns() - cpu0);
 	return r < 0 ? r : s->error;
 }
 
@@ -1120,15 +1132,6 @@ static int session_start(struct sampler *s)
 }
 
 #define PROGRESS_NS 250000000u
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The live numbers the session keeps only at its end, then the callback. */
 static void report_progress(struct sampler *s, uint64_t start, uint64_t cpu0, uint64_t now)
