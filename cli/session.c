@@ -451,6 +451,8 @@ static const char *sched_text(const struct tracer_stats *t, char *buf, size_t si
 	case PRIO_KEPT:
 		break;
 	}
+	if (t->sched_policy == PRIO_RT_ADAPT && !t->sched_rt_ns)
+		return "at nice -10 (real-time only while the CPUs are contended)";
 	if (t->sched_policy == PRIO_RT_ADAPT) {
 		snprintf(buf, size, "real-time %.1f s (while the CPUs were contended%s%s), else at nice -10",
 			 (double)t->sched_rt_ns / 1e9, drop ? ", " : "", drop ? drop : "");
