@@ -79,7 +79,6 @@ int main(int argc, char **argv)
 {
 	const char *ready = NULL;
 	double seconds = 10;
-	pthread_t t;
 	int c;
 
 	while ((c = getopt(argc, argv, "d:s:r:v")) != -1) {
@@ -94,16 +93,8 @@ int main(int argc, char **argv)
 		}
 	}
 	target_start_deadline(seconds);
-	if (pthread_create(&t, NULL, worker_main, NULL)) {
-		perror("pthread_create");
+	if (target_run_worker(worker_main, "descender", ready))
 		return 1;
-	}
-	pthread_setname_np(t, "descender");
-	if (ready && target_write_ready(ready) < 0) {
-		perror("ready file");
-		return 1;
-	}
-	pthread_join(t, NULL);
 	printf("result: OK\n");
 	return 0;
 }

@@ -8,6 +8,7 @@
 #ifndef CPROF_TESTS_TARGET_H
 #define CPROF_TESTS_TARGET_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -70,6 +71,27 @@ static TARGET_UNUSED int target_write_ready(const char *path)
 	if (fclose(f) != 0)
 		return -1;
 	return rename(tmp, path);
+}
+
+/* The run of a target whose work is one thread: starts fn on a thread
+ * named name, writes the ready file (if any) once it is started, and joins
+ * it.  Returns 0, or 1 after saying what failed. */
+static TARGET_UNUSED int target_run_worker(void *(*fn)(void *), const char *name,
+					   const char *ready)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, NULL)) {
+		perror("pthread_create");
+		return 1;
+	}
+	pthread_setname_np(t, name);
+	if (ready && target_write_ready(ready) < 0) {
+		perror("ready file");
+		return 1;
+	}
+	pthread_join(t, NULL);
+	return 0;
 }
 
 #endif

@@ -69,7 +69,6 @@ int main(int argc, char **argv)
 {
 	const char *ready = NULL;
 	double seconds = 10;
-	pthread_t t;
 	int c;
 
 	while ((c = getopt(argc, argv, "s:r:")) != -1) {
@@ -82,16 +81,8 @@ int main(int argc, char **argv)
 		}
 	}
 	target_start_deadline(seconds);
-	if (pthread_create(&t, NULL, worker_main, NULL)) {
-		perror("pthread_create");
+	if (target_run_worker(worker_main, "twins", ready))
 		return 1;
-	}
-	pthread_setname_np(t, "twins");
-	if (ready && target_write_ready(ready) < 0) {
-		perror("ready file");
-		return 1;
-	}
-	pthread_join(t, NULL);
 	if (!calls_a || !calls_b) {
 		printf("result: BAD sum %llu, %llu + %llu calls\n", (unsigned long long)sum,
 		       (unsigned long long)calls_a, (unsigned long long)calls_b);
