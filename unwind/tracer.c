@@ -1139,10 +1139,22 @@ int tracer_run_tree(pid_t pid, unsigned flags, const struct tracer_ops *ops, voi
 		    bool *attached)
 {
 	struct run_ctx x = { .pid = pid, .flags = flags, .ops = ops, .arg = arg, .fn = fn };
+	struct sigaction sa, old;
 	pthread_t th;
 	sigset_t mask;
 	int ret;
 
+	/* The tracer learns of its tracees' stops from SIGCHLD, which the
+	 * kernel does not send while it is ignored or SA_NOCLDSTOP is set,
+	 * and an ignored SIGCHLD also reaps children unasked: both are
+	 * inherited across exec, from whatever started cprof.  Back to the
+	 * default action, which the mask below keeps from running. */
+	sigemptyset(&sa.sa_mask);
+	sa.sa_handler = SIG_DFL;
+	sa.sa_flags = 0;
+	if (sigaction(SIGCHLD, NULL, &old) == 0 &&
+	    (old.sa_handler == SIG_IGN || (old.sa_flags & SA_NOCLDSTOP)))
+		sigaction(SIGCHLD, &sa, NULL);
 	/* Blocked here first, so no thread of cprof takes them by default
 	 * action; the tracing thread inherits the mask and reads them from
 	 * its signalfd. */
