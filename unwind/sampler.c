@@ -559,7 +559,7 @@ static struct tracer_thread *thread_at(struct sampler *s, size_t i)
  * again already. */
 static int process_snaps(struct sampler *s)
 {
-	size_t i, n;
+	size_t i, n, n0 = s->n_snaps;
 	int ret;
 
 	for (i = 0; i < s->n_snaps; i++) {
@@ -576,7 +576,10 @@ static int process_snaps(struct sampler *s)
 			p->stop_maps_taken = true;
 		}
 	}
-	for (i = 0; i < s->n_snaps; i++) {
+	/* Only the copies there are now: a stop served in this loop adds one,
+	 * and the maps read at that stop (a library mapped for a moment) are
+	 * taken before its unwind, by the next call. */
+	for (i = 0; i < n0; i++) {
 		struct snap *sn;
 		struct samp_proc *p;
 		enum remote_end end;
@@ -584,7 +587,7 @@ static int process_snaps(struct sampler *s)
 		bool ran_off;
 
 		/* Before taking the pointer: a stop served here may grow
-		 * s->snaps (this loop unwinds that copy too). */
+		 * (and move) s->snaps. */
 		serve_waiting(s);
 		sn = &s->snaps[i];
 		p = snap_proc(s, sn);
@@ -600,8 +603,15 @@ static int process_snaps(struct sampler *s)
 		if (ret < 0)
 			return ret;
 	}
-	s->n_snaps = 0;
-	if (s->retire) {
+	/* The copies made meanwhile to the front, for the next call. */
+	for (i = n0; i < s->n_snaps; i++) {
+		struct snap t = s->snaps[i - n0];
+
+		s->snaps[i - n0] = s->snaps[i];
+		s->snaps[i] = t;
+	}
+	s->n_snaps -= n0;
+	if (s->retire && !s->n_snaps) {
 		/* No copy waits for them any more. */
 		s->retire = false;
 		for (i = 0; i < s->n_procs; i++) {
