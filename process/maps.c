@@ -261,6 +261,70 @@ out:
 	return ret;
 }
 
+static bool overlaps_any(const struct proc_maps *m, const struct proc_map *x)
+{
+	size_t lo = 0, hi = m->n;
+
+	/* the first mapping of m that ends after x starts */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (m->v[mid].end <= x->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < m->n && m->v[lo].start < x->end;
+}
+
+int proc_maps_merge_older(struct proc_maps *newer, const struct proc_maps *older)
+{
+	struct proc_map *v;
+	size_t i, j = 0, k = 0, add = 0, n;
+
+	for (i = 0; i < older->n; i++)
+		add += !overlaps_any(newer, &older->v[i]);
+	if (!add)
+		return 0;
+	n = newer->n + add;
+	v = calloc(n, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	/* Both sorted by start: merge, copying the older ones' paths. */
+	for (i = 0; i < older->n; i++) {
+		const struct proc_map *o = &older->v[i];
+
+		if (overlaps_any(newer, o))
+			continue;
+		while (j < newer->n && newer->v[j].start < o->start)
+			v[k++] = newer->v[j++];
+		v[k] = *o;
+		v[k].path = strdup(o->path ? o->path : "");
+		if (!v[k].path)
+			goto nomem;
+		k++;
+	}
+	while (j < newer->n)
+		v[k++] = newer->v[j++];
+	free(newer->v);
+	newer->v = v;
+	newer->n = n;
+	return 0;
+nomem:
+	/* Only the paths strdup'd here are ours to free. */
+	for (i = 0; i < k; i++) {
+		bool from_newer = false;
+		size_t m;
+
+		for (m = 0; m < newer->n; m++)
+			from_newer |= newer->v[m].path == v[i].path;
+		if (!from_newer)
+			free(v[i].path);
+	}
+	free(v);
+	return -ENOMEM;
+}
+
 const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr)
 {
 	size_t lo = 0, hi;

@@ -45,6 +45,13 @@ void proc_maps_free(struct proc_maps *m);
 const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr);
 
 /*
+ * Adds to newer every mapping of older that overlaps none of newer's: the
+ * address space as two reads saw it, the newer one winning where they
+ * differ.  Returns 0 or -ENOMEM (newer unchanged).
+ */
+int proc_maps_merge_older(struct proc_maps *newer, const struct proc_maps *older);
+
+/*
  * The mapping that holds addr, asked of the kernel with PROCMAP_QUERY (Linux
  * 6.11+) on an open /proc/PID/maps: one ioctl instead of reading the whole
  * file, cheap enough to make while a thread is stopped.  Fills start, end,

@@ -325,6 +325,44 @@ free_maps:
 	proc_maps_free(&m);
 }
 
+/* proc_maps_merge_older: a library gone from the newer read is kept from
+ * the older one; where both have something, the newer wins. */
+static void test_merge_older(void)
+{
+	static const char older_text[] =
+		"00400000-00452000 r-xp 00000000 08:02 11 /bin/prog\n"
+		"7f0000000000-7f0000001000 r-xp 00000000 08:02 22 /tmp/churn.so\n"
+		"7f0000004000-7f0000005000 r-xp 00000000 08:02 33 /tmp/old.so\n";
+	static const char newer_text[] =
+		"00400000-00452000 r-xp 00000000 08:02 11 /bin/prog\n"
+		"7f0000004800-7f0000006000 rw-p 00000000 00:00 0 \n"
+		"7f0000008000-7f0000009000 r-xp 00000000 08:02 44 /tmp/new.so\n";
+	struct proc_maps older = { NULL, 0 }, newer = { NULL, 0 };
+	const struct proc_map *f;
+	int ret;
+
+	if (proc_maps_parse(older_text, sizeof(older_text) - 1, &older) < 0 ||
+	    proc_maps_parse(newer_text, sizeof(newer_text) - 1, &newer) < 0) {
+		check(false, "parse the maps for the merge");
+		goto out;
+	}
+	ret = proc_maps_merge_older(&newer, &older);
+	check(ret == 0 && newer.n == 4, "merge: the gone library added, the overlapped one not (n %zu)",
+	      newer.n);
+	f = proc_maps_find(&newer, 0x7f0000000800);
+	check(f && strcmp(f->path, "/tmp/churn.so") == 0 && f->inode == 22,
+	      "merge: a pc in the library only the older read saw is found in it");
+	f = proc_maps_find(&newer, 0x7f0000004900);
+	check(f && f->path[0] == '\0', "merge: where both reads have a mapping, the newer's");
+	check(proc_maps_find(&newer, 0x7f0000004100) == NULL,
+	      "merge: an older mapping that overlaps a newer one is left out whole");
+	check(newer.v[0].start < newer.v[1].start && newer.v[1].start < newer.v[2].start &&
+	      newer.v[2].start < newer.v[3].start, "merge: still sorted");
+out:
+	proc_maps_free(&older);
+	proc_maps_free(&newer);
+}
+
 static const struct proc_module *find_module(const struct proc_modules *t, const char *path_part)
 {
 	for (uint32_t id = 1; id <= proc_modules_count(t); id++) {
@@ -732,6 +770,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_parse();
+	test_merge_older();
 	test_demangle();
 	test_perfmap();
 

@@ -326,6 +326,30 @@ static void learn_copy(struct sampler *s, const struct snap *sn, enum remote_end
 		st->stack_top = top;
 }
 
+/*
+ * The maps at this stop, for the unwind after it.  Maps read at an earlier
+ * stop of the same round and not taken yet are kept under them: the copy
+ * made then needs them (a library its thread ran in may be gone by now).
+ */
+static int read_stop_maps(struct samp_proc *p)
+{
+	struct proc_maps now = { NULL, 0 };
+	int ret;
+
+	if (!p->stop_maps_valid)
+		return proc_maps_read(p->pid, &p->stop_maps);
+	ret = proc_maps_read(p->pid, &now);
+	if (ret == 0)
+		ret = proc_maps_merge_older(&now, &p->stop_maps);
+	if (ret < 0) {
+		proc_maps_free(&now);
+		return ret;
+	}
+	proc_maps_free(&p->stop_maps);
+	p->stop_maps = now;
+	return 0;
+}
+
 static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopped, void *arg)
 {
 	struct sampler *s = arg;
@@ -356,7 +380,7 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	 * delivery), not by a handler that has not run yet. */
 	if (th->last_signal && sigframe_leave_handler(sn, p->pid, th->last_signal, &p->maps))
 		s->stats.samples_signal_entry++;
-	if (procs_pc_unknown(p, sn->regs.rip) && proc_maps_read(p->pid, &p->stop_maps) == 0) {
+	if (procs_pc_unknown(p, sn->regs.rip) && read_stop_maps(p) == 0) {
 		/* Still stopped: a library mapped for a moment (dlopen and
 		 * dlclose in a loop) is in the maps now and may be gone once
 		 * the thread runs.  Modules are made from this copy later,
