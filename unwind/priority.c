@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "unwind/priority.h"
 
 #ifndef SCHED_RESET_ON_FORK
@@ -35,15 +35,6 @@ static __thread bool holder;
 static __thread bool adaptive, rt_now;
 static __thread uint64_t rt_since, rt_total;
 static __thread unsigned switches;
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Async-signal-safe: two system calls on a thread id.  Reset-on-fork stays,
  * so nothing the thread creates later inherits its nice -10 either. */
@@ -135,14 +126,6 @@ static void set_rt(bool rt, uint64_t now)
 	switches++;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* The safeguards first, then the policy; on failure nothing is left set. */
 static int enter_rt(void)
 {
@@ -196,7 +179,7 @@ enum prio_policy prio_enter(enum prio_policy want)
 	    __atomic_compare_exchange_n(&rt_tid, &none, tid, false, __ATOMIC_ACQ_REL,
 					__ATOMIC_ACQUIRE)) {
 		if (enter_rt() == 0) {
-			uint64_t now = now_ns();
+			uint64_t now = cprof_now_ns();
 
 			holder = true;
 			adaptive = want == PRIO_RT_ADAPT;
@@ -234,12 +217,12 @@ void prio_watch(uint64_t now)
 	}
 	if (!window_start) {
 		window_start = now;
-		window_cpu = thread_cpu_ns();
+		window_cpu = cprof_thread_cpu_ns();
 		return;
 	}
 	if (now - window_start < PRIO_WINDOW_NS)
 		return;
-	cpu = thread_cpu_ns();
+	cpu = cprof_thread_cpu_ns();
 	if (rt_now && (double)(cpu - window_cpu) > PRIO_MAX_SHARE * (double)(now - window_start)) {
 		drop_reason = PRIO_DROP_SHARE;
 		drop_to_other(rt_tid);

@@ -936,15 +936,6 @@ static size_t choose_wall(struct sampler *s, size_t n)
 	return chosen;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* wall mode, after a tick that read `visited` threads using tick_ns of CPU
  * (CPU, not elapsed time: the budget is a share of a core, and a tick
  * preempted or waiting for a stop costs no more): the number of threads
@@ -1028,7 +1019,7 @@ static size_t choose(struct sampler *s, size_t n)
 static int tick(struct sampler *s)
 {
 	size_t i, n = tracer_thread_count(s->tracer), chosen = 0;
-	uint64_t cpu0 = s->o.mode == SAMPLER_WALL ? thread_cpu_ns() : 0;
+	uint64_t cpu0 = s->o.mode == SAMPLER_WALL ? cprof_thread_cpu_ns() : 0;
 	int r = 0;
 
 	/* Grown with the thread count, never freed per tick: the hot path
@@ -1080,7 +1071,7 @@ static int tick(struct sampler *s)
 		return r;
 	r = process_snaps(s);
 	if (s->o.mode == SAMPLER_WALL && !s->read_all)
-		adapt_wall_cap(s, n, thread_cpu_ns() - cpu0);
+		adapt_wall_cap(s, n, cprof_thread_cpu_ns() - cpu0);
 	return r < 0 ? r : s->error;
 }
 
@@ -1171,7 +1162,7 @@ static int session_start(struct sampler *s)
 static void report_progress(struct sampler *s, uint64_t start, uint64_t cpu0, uint64_t now)
 {
 	s->stats.elapsed_ns = now - start;
-	s->stats.cprof_cpu_ns = thread_cpu_ns() - cpu0;
+	s->stats.cprof_cpu_ns = cprof_thread_cpu_ns() - cpu0;
 	tracer_stats_now(s->tracer, &s->stats.tracer);
 	s->o.progress(&s->stats, s->o.progress_arg);
 }
@@ -1183,7 +1174,7 @@ static int session_loop(struct sampler *s)
 	uint64_t deadline = s->o.duration_ns ? start + s->o.duration_ns : UINT64_MAX;
 	/* the first report after one interval: at 0 s there is nothing to say,
 	 * and the CPU share of a few microseconds is noise */
-	uint64_t cpu0 = thread_cpu_ns();
+	uint64_t cpu0 = cprof_thread_cpu_ns();
 	uint64_t next_progress = s->o.progress ? start + PROGRESS_NS : UINT64_MAX;
 	size_t i;
 	int r = 0;
@@ -1285,9 +1276,9 @@ int sampler_session(struct sampler *s)
 			      &s->stats.tracer, NULL);
 	s->stats.boosted = s->stats.tracer.boosted;
 	/* The tracer let go: unwind the copies still waiting. */
-	cpu0 = thread_cpu_ns();
+	cpu0 = cprof_thread_cpu_ns();
 	r = process_snaps(s);
-	s->stats.cprof_cpu_ns = s->stats.tracer.thread_cpu_ns + (thread_cpu_ns() - cpu0);
+	s->stats.cprof_cpu_ns = s->stats.tracer.thread_cpu_ns + (cprof_thread_cpu_ns() - cpu0);
 	return ret < 0 ? ret : r;
 }
 

@@ -1082,15 +1082,6 @@ struct procfs_fdcache *tracer_fds(struct tracer *t)
 	return &t->fds;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 struct run_ctx {
 	pid_t pid;
 	unsigned flags;
@@ -1105,7 +1096,7 @@ struct run_ctx {
 static void *tracing_thread(void *arg)
 {
 	struct run_ctx *x = arg;
-	uint64_t cpu0 = thread_cpu_ns();
+	uint64_t cpu0 = cprof_thread_cpu_ns();
 	enum prio_policy policy = prio_enter(!(x->flags & TRACER_RT) ? PRIO_NICE :
 					     x->flags & TRACER_RT_ADAPT ? PRIO_RT_ADAPT : PRIO_RT);
 	struct tracer *t = NULL;
@@ -1119,7 +1110,7 @@ static void *tracing_thread(void *arg)
 	t->stats.sched_policy = policy;
 	t->stats.boosted = policy != PRIO_NORMAL;
 	x->ret = x->fn(t, x->arg);
-	t->stats.thread_cpu_ns = thread_cpu_ns() - cpu0;
+	t->stats.thread_cpu_ns = cprof_thread_cpu_ns() - cpu0;
 	t->stats.sched_rt_ns = prio_rt_ns(cprof_now_ns());
 	t->stats.sched_switches = prio_switches();
 	t->stats.sched_drop = prio_leave();
