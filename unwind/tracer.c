@@ -881,17 +881,16 @@ static int wait_signal(struct tracer *t, uint64_t timeout_ns)
 {
 	struct pollfd pfd = { .fd = t->sigfd, .events = POLLIN };
 	struct timespec ts;
-	uint64_t enter;
+	uint64_t enter = cprof_now_ns();
 
 	/* Each wait is the watchdog's turn (unwind/priority.h). */
-	prio_watch(cprof_now_ns());
+	prio_watch(enter);
 	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
 	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
-	enter = cprof_now_ns();
 	if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
 		return -errno;
 	t->look_ns = cprof_now_ns();
-	reach_after_wait(t, enter, cprof_now_ns());
+	reach_after_wait(t, enter, t->look_ns);
 	return read_signals(t);
 }
 
@@ -953,10 +952,8 @@ int tracer_wait_stops(struct tracer *t, uint64_t timeout_ns)
 		if (t->undrained && (reap_wanted(t) == 0 || t->n_pending > 0))
 			drain(t);
 	}
-	if (spin && t->n_pending == 0)
-		spin_scored(t, !slept);
-	else if (spin)
-		spin_scored(t, false);
+	if (spin)
+		spin_scored(t, t->n_pending == 0 && !slept);
 	return status_mask(t);
 }
 
