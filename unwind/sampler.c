@@ -326,6 +326,13 @@ static void learn_copy(struct sampler *s, const struct snap *sn, enum remote_end
 		st->stack_top = top;
 }
 
+/* Whether p is the root process still waiting to exec the program to
+ * profile (sampler_opts.from_exec). */
+static bool before_exec(const struct sampler *s, const struct samp_proc *p)
+{
+	return s->o.from_exec && !s->root_execed && p == s->procs[0];
+}
+
 /*
  * The maps at this stop, for the unwind after it.  Maps read at an earlier
  * stop of the same round and not taken yet are kept under them: the copy
@@ -361,8 +368,8 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	/* A job-control stop uses no CPU: nothing to sample in cpu mode. */
 	if (!st || (group_stopped && s->o.mode == SAMPLER_CPU))
 		return false;
-	if (s->o.from_exec && !s->root_execed && st->proc == s->procs[0])
-		return false;	/* not yet the program to profile */
+	if (before_exec(s, st->proc))
+		return false;
 	p = st->proc;
 	if (!p->ready && refresh_maps(p) < 0)
 		return false;
@@ -680,6 +687,14 @@ static size_t read_in_place(struct sampler *s, struct tracer_thread *th,
 	return n;
 }
 
+/* Wall mode: a sample of st's last stack again, its time since then. */
+static bool add_last(struct sampler *s, struct samp_thread *st)
+{
+	s->stats.samples_reused++;
+	return add_sample(s, st->label, st->last_frames, st->n_last, wall_value(s, st),
+			  &st->last_entry) == 0;
+}
+
 /*
  * Wall mode: reuse the thread's last stack if it did not run since, else
  * read it in place if it is blocked (its syscall file says where; one that
@@ -692,11 +707,8 @@ static bool sample_in_place(struct sampler *s, struct tracer_thread *th,
 	struct samp_thread *st = th->user;
 	size_t n;
 
-	if (st->have_last && procfs_sched_same(&st->captured, now)) {
-		s->stats.samples_reused++;
-		return add_sample(s, st->label, st->last_frames, st->n_last, wall_value(s, st),
-				  &st->last_entry) == 0;
-	}
+	if (st->have_last && procfs_sched_same(&st->captured, now))
+		return add_last(s, st);
 	n = read_in_place(s, th, now, NULL);
 	if (!n)
 		return false;
@@ -768,12 +780,12 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	if (procfs_task_sched(fds, &th->task, &sc) < 0)
 		return false;
 	s->stats.sched_reads++;
-	if (!st->primed || (s->o.from_exec && !s->root_execed && st->proc == s->procs[0])) {
-		/* (Not yet the program to profile: its CPU is not counted.) */
+	if (!st->primed || before_exec(s, st->proc)) {
+		/* (Before the exec: not yet the program, its CPU not counted.) */
 		st->sampled_run_ns = sc.run_ns;
 		st->read_run_ns = sc.run_ns;
 		st->primed = true;
-		if (st->proc == s->procs[0] && s->o.from_exec && !s->root_execed)
+		if (before_exec(s, st->proc))
 			return false;
 	}
 	if (s->o.mode == SAMPLER_CPU) {
@@ -827,8 +839,7 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 		 * the stop, or its time goes to its next sample. */
 		if (st->have_last) {
 			st->captured = sc;
-			add_sample(s, st->label, st->last_frames, st->n_last, wall_value(s, st),
-				   &st->last_entry);
+			add_last(s, st);
 		}
 		return false;
 	}
