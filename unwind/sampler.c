@@ -204,7 +204,7 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 	struct sampler *s = arg;
 	struct samp_thread *st = th->user;
 	struct procfs_sched sc;
-	struct procfs_stat ps;
+	char comm[64];
 
 	if (!appeared) {
 		if (st) {
@@ -239,8 +239,8 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 	}
 	st->hot_tick = s->stats.ticks + HOT_TICKS;
 	st->wall_ns = cprof_now_ns();
-	if (procfs_task_stat(tracer_fds(t), &th->task, &ps) == 0)
-		st->label = add_label(s, th->tid, ps.comm, st->proc);
+	if (procfs_task_comm(tracer_fds(t), &th->task, comm, sizeof(comm)) == 0)
+		st->label = add_label(s, th->tid, comm, st->proc);
 	else
 		st->label = add_label(s, th->tid, "", st->proc);
 }

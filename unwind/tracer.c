@@ -153,8 +153,9 @@ static struct tracer_thread *add_thread(struct tracer *t, pid_t tid, pid_t tgid)
 	t->threads[t->n_threads++] = th;
 	if (tgid == t->pid)
 		t->n_root_threads++;
-	/* Two files a thread (schedstat and stat) are what sampling re-reads:
-	 * raise the soft file limit if that helps keep them open. */
+	/* Two files a thread are what sampling re-reads (schedstat, and the
+	 * syscall file of one that ran): raise the soft file limit if that
+	 * helps keep them open. */
 	procfs_fdcache_budget(&t->fds, t->n_threads * 2);
 	t->stats.threads_seen++;
 	if (t->ops && t->ops->on_thread)
