@@ -124,6 +124,7 @@ struct sampler {
 	uint64_t tick_ns;	/* when this tick started: wall samples end there */
 	uint64_t served_ns;	/* when serve_waiting last looked */
 	uint64_t due_ns;	/* when this tick came due */
+	uint64_t rng;		/* the gaps between ticks (period_fraction) */
 	size_t wall_cap;	/* wall: threads a tick can read (see choose_wall) */
 	size_t wall_cursor;	/* wall: where the next tick's threads start */
 	size_t wall_visited;	/* wall: threads this tick read */
@@ -1178,10 +1179,38 @@ static void report_progress(struct sampler *s, uint64_t start, uint64_t cpu0, ui
 	s->o.progress(&s->stats, s->o.progress_arg);
 }
 
+/*
+ * A uniformly random fraction of the period, [0, period) (splitmix64).
+ *
+ * Ticks at exact multiples of the period sample in lockstep with any work
+ * that repeats at a period commensurate with it: a loop of 0.5 ms work
+ * units under 100 Hz ticks was seen in the same phase for a whole second,
+ * giving its two functions 55% and 82% of the samples in two runs of the
+ * same work (binomial noise at 100 samples is +-5 points), and a loop
+ * that changes function every 10 ms had one of them at 0% for 70% of the
+ * time.  So the gap from one tick to the next is drawn uniformly from
+ * [period/2, 3*period/2): the rate stays, each tick's phase against any
+ * loop is uniform whatever the previous phases were, and that phase is
+ * independent of the gap just drawn, which is what the sample stands for
+ * (the CPU or wall time since the previous one).  One tick at a random
+ * point of each period would also break the lockstep, but a tick late in
+ * its period then follows a longer gap: on the 10 ms loop it gave fn_a
+ * 59.5% of the time where it had 70%.
+ */
+static uint64_t period_fraction(struct sampler *s)
+{
+	uint64_t z = (s->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (uint64_t)(((unsigned __int128)(z >> 32) * s->period_ns) >> 32);
+}
+
 static int session_loop(struct sampler *s)
 {
 	uint64_t period = s->period_ns;
-	uint64_t start = cprof_now_ns(), next = start, now, wait;
+	uint64_t start = cprof_now_ns(), next, now, wait;
 	uint64_t deadline = s->o.duration_ns ? start + s->o.duration_ns : UINT64_MAX;
 	/* the first report after one interval: at 0 s there is nothing to say,
 	 * and the CPU share of a few microseconds is noise */
@@ -1198,6 +1227,8 @@ static int session_loop(struct sampler *s)
 			st->wall_ns = start;
 	}
 
+	s->rng ^= start ^ ((uint64_t)getpid() << 32);
+	next = start + period_fraction(s);	/* a uniform first phase */
 	for (;;) {
 		now = cprof_now_ns();
 		if (now >= deadline)
@@ -1212,7 +1243,7 @@ static int session_loop(struct sampler *s)
 			if (r < 0)
 				break;
 			s->stats.ticks++;
-			next += period;
+			next += period / 2 + period_fraction(s);
 			now = cprof_now_ns();
 			if (next <= now) {
 				uint64_t behind = (now - next) / period + 1;

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* mover: live profiling target whose CPU split between fn_a and fn_b is a flag.
  *
- * mover [-p PERCENT] [-s SECONDS] [-r READYFILE]
+ * mover [-p PERCENT] [-s SECONDS] [-w MS] [-r READYFILE]
  *
  * The main thread spins for SECONDS in the noinline chain main -> run ->
  * fn_a / fn_b; out of every 100 work units PERCENT (default 50) run in fn_a
  * and the rest in fn_b, both the same fixed arithmetic loop.  Two runs with
- * different PERCENT make a known move of work for `cprof diff` to find.  A
+ * different PERCENT make a known move of work for `cprof diff` to find.
+ * With -w the split follows the clock instead: fn_a runs in the first
+ * PERCENT% of every MS-millisecond window and fn_b in the rest, a workload
+ * in lockstep with any sampler that ticks every MS milliseconds.  A
  * checksum with a closed form catches a profiler that corrupts the target
  * ("result: BAD"), else "result: OK".  READYFILE is written once it runs. */
 #define _GNU_SOURCE
@@ -69,36 +72,61 @@ NOINLINE static uint64_t run(int percent, double seconds, uint64_t *sum)
 	return rounds;
 }
 
+/* -w: work units until the deadline, fn_a in the first percent% of every
+ * window of window_s seconds; returns the expected sum of the units done. */
+NOINLINE static uint64_t run_phased(int percent, double seconds, double window_s,
+				    uint64_t *sum)
+{
+	double start = now_s(), end = start + seconds, t;
+	uint64_t want = 0, x = 0;
+
+	while ((t = now_s()) < end) {
+		double phase = (t - start) / window_s;
+
+		phase -= (double)(uint64_t)phase;
+		x = (x + 1) % 100;
+		*sum += phase * 100 < percent ? fn_a(x) : fn_b(x);
+		want += unit_expected(x);
+	}
+	return want;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: mover [-p PERCENT] [-s SECONDS] [-r READYFILE]\n");
+	fprintf(stderr, "usage: mover [-p PERCENT] [-s SECONDS] [-w MS] [-r READYFILE]\n");
 	exit(64);
 }
 
 int main(int argc, char **argv)
 {
 	const char *ready = NULL;
-	double seconds = 2;
+	double seconds = 2, window_ms = 0;
 	int percent = 50, opt;
 	uint64_t sum = 0, want = 0, rounds;
 
-	while ((opt = getopt(argc, argv, "p:s:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "p:s:w:r:")) != -1) {
 		switch (opt) {
 		case 'p': percent = atoi(optarg); break;
 		case 's': seconds = strtod(optarg, NULL); break;
+		case 'w': window_ms = strtod(optarg, NULL); break;
 		case 'r': ready = optarg; break;
 		default: usage();
 		}
 	}
-	if (percent < 0 || percent > 100 || !(seconds > 0))
+	if (percent < 0 || percent > 100 || !(seconds > 0) || window_ms < 0)
 		usage();
 	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "mover: cannot write '%s': %s\n", ready, strerror(errno));
 		return 2;
 	}
-	rounds = run(percent, seconds, &sum);
-	for (int i = 0; i < 100; i++)
-		want += unit_expected((uint64_t)i);
+	if (window_ms > 0) {
+		want = run_phased(percent, seconds, window_ms / 1e3, &sum);
+		rounds = 1;
+	} else {
+		rounds = run(percent, seconds, &sum);
+		for (int i = 0; i < 100; i++)
+			want += unit_expected((uint64_t)i);
+	}
 	if (sum != want * rounds) {
 		printf("result: BAD rounds=%llu sum=%llu expected=%llu\n",
 		       (unsigned long long)rounds, (unsigned long long)sum,
