@@ -128,15 +128,27 @@ void procs_take_stop_maps(struct samp_proc *p)
  * kernel where it can answer in one ioctl — in a mapping that is not the
  * one they remember there (dlopen/dlclose and mmap churn reuse addresses:
  * without this a library's pcs were named after whatever was there before).
+ *
+ * A known JIT mapping is asked about too: a library loaded where anonymous
+ * code was (attach-hostile's churned library, where its mapper thread had
+ * an executable anonymous page a moment before) was taken for JIT code,
+ * the maps never read again, and up to half of its samples had no name.
+ * Only whether it is still anonymous and executable counts there: JIT
+ * regions change their bounds all the time (W^X flips split them), and
+ * that is no reason to read the maps.
  */
 bool procs_pc_unknown(struct samp_proc *p, uint64_t pc)
 {
 	const struct proc_map *m = proc_maps_find(&p->maps, pc);
 	struct proc_map v;
+	bool jit = false;
+	int r;
 
 	if (!proc_modules_lookup(p->mods, pc)) {
 		/* Code runs only from executable memory. */
-		return !m || !(m->perms & PROC_MAP_X) || m->path[0] == '/';
+		if (!m || !(m->perms & PROC_MAP_X) || m->path[0] == '/')
+			return true;
+		jit = true;
 	}
 	if (p->maps_fd == -ENOTTY)
 		return false;
@@ -150,11 +162,17 @@ bool procs_pc_unknown(struct samp_proc *p, uint64_t pc)
 			return false;
 		}
 	}
-	if (proc_maps_query(p->maps_fd, pc, &v) == -ENOTTY) {
+	r = proc_maps_query(p->maps_fd, pc, &v);
+	if (r == -ENOTTY) {
 		close(p->maps_fd);
 		p->maps_fd = -ENOTTY;	/* an older kernel: never ask again */
 		return false;
 	}
-	return !m || v.start != m->start || v.end != m->end || v.inode != m->inode ||
+	if (r < 0 || !m)
+		return true;
+	if (jit)
+		return v.inode != m->inode || v.dev_major != m->dev_major ||
+		       v.dev_minor != m->dev_minor || !(v.perms & PROC_MAP_X);
+	return v.start != m->start || v.end != m->end || v.inode != m->inode ||
 	       v.offset != m->offset;
 }
