@@ -60,6 +60,8 @@ void procs_retire(struct samp_proc *p)
 	proc_maps_free(&p->maps);
 	proc_maps_free(&p->stop_maps);
 	p->stop_maps_valid = false;
+	proc_maps_free(&p->round_maps);
+	p->round_maps_valid = false;
 	if (p->maps_fd >= 0)
 		close(p->maps_fd);
 	p->maps_fd = -1;
@@ -95,6 +97,9 @@ int procs_refresh(struct samp_proc *p, uint64_t now_ns)
 
 void procs_exec(struct samp_proc *p, uint64_t now_ns)
 {
+	/* maps read at stops before the exec describe the old image */
+	p->stop_maps_valid = false;
+	p->round_maps_valid = false;
 	if (!p->mods)
 		return;
 	proc_modules_unmap_all(p->mods);
@@ -108,15 +113,27 @@ void procs_exec(struct samp_proc *p, uint64_t now_ns)
 	procs_refresh(p, now_ns);
 }
 
-void procs_take_stop_maps(struct samp_proc *p)
+void procs_hold_stop_maps(struct samp_proc *p)
 {
-	struct proc_maps tmp = p->maps;
+	struct proc_maps tmp = p->round_maps;
 
 	if (!p->stop_maps_valid)
 		return;
-	p->maps = p->stop_maps;
+	p->round_maps = p->stop_maps;
 	p->stop_maps = tmp;
 	p->stop_maps_valid = false;
+	p->round_maps_valid = true;
+}
+
+void procs_take_round_maps(struct samp_proc *p)
+{
+	struct proc_maps tmp = p->maps;
+
+	if (!p->round_maps_valid)
+		return;
+	p->maps = p->round_maps;
+	p->round_maps = tmp;
+	p->round_maps_valid = false;
 	proc_modules_update(p->mods, &p->maps);
 	remote_flush(p->unwinder);
 }

@@ -24,6 +24,8 @@ struct samp_proc {
 	struct proc_maps maps;
 	struct proc_maps stop_maps;	/* read during a stop, for the unwind after it */
 	bool stop_maps_valid;
+	struct proc_maps round_maps;	/* stop_maps set aside for the round being unwound */
+	bool round_maps_valid;
 	bool stop_maps_taken;	/* this round's snapshots unwind against stop_maps */
 	bool ready;		/* maps and modules read once (procs_refresh) */
 	bool gone;		/* no thread of it is traced any more */
@@ -56,8 +58,13 @@ int procs_refresh(struct samp_proc *p, uint64_t now_ns);
  * read again. */
 void procs_exec(struct samp_proc *p, uint64_t now_ns);
 
-/* Makes the maps read during a stop (stop_maps) the current ones. */
-void procs_take_stop_maps(struct samp_proc *p);
+/* Sets the maps read during the stops so far (stop_maps) aside for the
+ * round about to be unwound (round_maps): a stop served meanwhile reads
+ * maps of its own for the next round. */
+void procs_hold_stop_maps(struct samp_proc *p);
+
+/* Makes the maps set aside by procs_hold_stop_maps the current ones. */
+void procs_take_round_maps(struct samp_proc *p);
 
 /* Whether p's cached maps are wrong about pc (see the sampler's on_stop). */
 bool procs_pc_unknown(struct samp_proc *p, uint64_t pc);

@@ -388,6 +388,7 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	 * delivery), not by a handler that has not run yet. */
 	if (th->last_signal && sigframe_leave_handler(sn, p->pid, th->last_signal, &p->maps))
 		s->stats.samples_signal_entry++;
+	sn->own_maps = false;
 	if (procs_pc_unknown(p, sn->regs.rip) && read_stop_maps(p) == 0) {
 		/* Still stopped: a library mapped for a moment (dlopen and
 		 * dlclose in a loop) is in the maps now and may be gone once
@@ -397,6 +398,7 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 		 * JIT code in anonymous memory, see pc_unknown). */
 		p->stop_maps_valid = true;
 		p->maps_read_ns = cprof_now_ns();
+		sn->own_maps = true;
 	}
 	sn->cpu_ns = s->o.mode == SAMPLER_WALL ? wall_value(s, st) : st->seen_run_ns - st->sampled_run_ns;
 	sn->key = st->label;
@@ -587,53 +589,75 @@ static struct tracer_thread *thread_at(struct sampler *s, size_t i)
 	return tracer_thread_at(s->tracer, i);
 }
 
-/* Unwinds and aggregates the snapshots taken so far; their threads run
- * again already. */
+/* Unwinds and aggregates the snapshot at index i. */
+static int process_snap(struct sampler *s, size_t i)
+{
+	struct snap *sn = &s->snaps[i];
+	struct samp_proc *p = snap_proc(s, sn);
+	enum remote_end end;
+	size_t n, used;
+	bool ran_off;
+
+	if (!p || !p->unwinder)
+		return 0;
+	n = unwind_snap(s, p, sn, &end, &used, &ran_off);
+	learn_copy(s, sn, end, used, ran_off);
+	if (!n)
+		return 0;
+	s->stats.ends[end]++;
+	remember(s, tracer_find_thread(s->tracer, sn->tid), s->frames, n);
+	return add_sample(s, sn->key, s->frames, n, sn->cpu_ns, NULL);
+}
+
+/*
+ * Unwinds and aggregates the snapshots taken so far; their threads run
+ * again already.  Only the copies there are now: a stop served in this
+ * loop adds one, and the maps read at that stop are held for it by the
+ * next call.
+ *
+ * Two passes.  First the copies whose pc was found in the cached maps at
+ * their stop (procs_pc_unknown), unwound against those maps; then the
+ * copies made at stops that read the maps anew, against what was read
+ * then.  One set of maps for the whole round named wrongly: a copy made
+ * in a library that another thread dlclosed before a later stop of the
+ * round read the maps was unwound with maps without that library.
+ */
 static int process_snaps(struct sampler *s)
 {
-	size_t i, n, n0 = s->n_snaps;
-	int ret;
+	size_t i, n0 = s->n_snaps;
+	int pass, ret;
 
-	for (i = 0; i < s->n_snaps; i++) {
+	for (i = 0; i < n0; i++) {
 		struct samp_proc *p = snap_proc(s, &s->snaps[i]);
 
 		if (p)
 			p->stop_maps_taken = false;
 	}
-	for (i = 0; i < s->n_snaps; i++) {
+	for (i = 0; i < n0; i++) {
 		struct samp_proc *p = snap_proc(s, &s->snaps[i]);
 
 		if (p && p->stop_maps_valid && p->unwinder) {
-			procs_take_stop_maps(p);
+			procs_hold_stop_maps(p);
 			p->stop_maps_taken = true;
 		}
 	}
-	/* Only the copies there are now: a stop served in this loop adds one,
-	 * and the maps read at that stop (a library mapped for a moment) are
-	 * taken before its unwind, by the next call. */
-	for (i = 0; i < n0; i++) {
-		struct snap *sn;
-		struct samp_proc *p;
-		enum remote_end end;
-		size_t used;
-		bool ran_off;
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; pass && i < n0; i++) {
+			struct samp_proc *p = snap_proc(s, &s->snaps[i]);
 
-		/* Before taking the pointer: a stop served here may grow
-		 * (and move) s->snaps. */
-		serve_waiting(s);
-		sn = &s->snaps[i];
-		p = snap_proc(s, sn);
-		if (!p || !p->unwinder)
-			continue;
-		n = unwind_snap(s, p, sn, &end, &used, &ran_off);
-		learn_copy(s, sn, end, used, ran_off);
-		if (!n)
-			continue;
-		s->stats.ends[end]++;
-		remember(s, tracer_find_thread(s->tracer, sn->tid), s->frames, n);
-		ret = add_sample(s, sn->key, s->frames, n, sn->cpu_ns, NULL);
-		if (ret < 0)
-			return ret;
+			if (p && p->round_maps_valid && p->unwinder)
+				procs_take_round_maps(p);
+		}
+		for (i = 0; i < n0; i++) {
+			if (s->snaps[i].own_maps != pass)
+				continue;
+			/* A stop served here may grow (and move) s->snaps:
+			 * process_snap takes its pointer after. */
+			serve_waiting(s);
+			ret = process_snap(s, i);
+			if (ret < 0)
+				return ret;
+		}
 	}
 	/* The copies made meanwhile to the front, for the next call. */
 	for (i = n0; i < s->n_snaps; i++) {
