@@ -111,6 +111,12 @@ void procs_exec(struct samp_proc *p, uint64_t now_ns)
 	}
 	read_name(p);
 	procs_refresh(p, now_ns);
+	/* At the exec stop only the program and its interpreter are mapped:
+	 * the libraries come next.  This read must not hold back the read
+	 * that the first sample in them asks for (the sampler reads maps at
+	 * most every few milliseconds): record's first sample, taken 3 ms
+	 * after the exec, had main's caller in libc unnamed and was cut. */
+	p->maps_read_ns = 0;
 }
 
 void procs_hold_stop_maps(struct samp_proc *p)
