@@ -287,6 +287,15 @@ static void metrics_text(struct serve_ctx *c, FILE *f)
 		(double)tracer_stop_percentile(&s->tracer, 99) / 1e9);
 	fprintf(f, "cprof_stop_seconds_sum %.9f\n", (double)s->tracer.stop_ns_total / 1e9);
 	fprintf(f, "cprof_stop_seconds_count %" PRIu64 "\n", s->tracer.stops);
+	metric(f, "cprof_stopped_seconds", "summary",
+	       "Time a target thread spent in a stop cprof asked for, from the moment it "
+	       "reached the stop to its resume (what cprof itself takes).");
+	fprintf(f, "cprof_stopped_seconds{quantile=\"0.5\"} %.9f\n",
+		(double)tracer_at_stop_percentile(&s->tracer, 50) / 1e9);
+	fprintf(f, "cprof_stopped_seconds{quantile=\"0.99\"} %.9f\n",
+		(double)tracer_at_stop_percentile(&s->tracer, 99) / 1e9);
+	fprintf(f, "cprof_stopped_seconds_sum %.9f\n", (double)s->tracer.at_stop_ns_total / 1e9);
+	fprintf(f, "cprof_stopped_seconds_count %" PRIu64 "\n", s->tracer.stops);
 	metric(f, "cprof_stop_max_seconds", "gauge", "The longest stop so far.");
 	fprintf(f, "cprof_stop_max_seconds %.9f\n", (double)s->tracer.stop_ns_max / 1e9);
 	metric(f, "cprof_stopped_fraction_max", "gauge",
@@ -297,6 +306,36 @@ static void metrics_text(struct serve_ctx *c, FILE *f)
 	metric(f, "cprof_signals_reinjected_total", "counter",
 	       "Signals that reached the target while traced, passed on by cprof.");
 	fprintf(f, "cprof_signals_reinjected_total %" PRIu64 "\n", s->tracer.signals_reinjected);
+	metric(f, "cprof_signal_seconds", "summary",
+	       "Time from a signal's stop to its re-injection (a traced target's signal waits "
+	       "that long for cprof).");
+	fprintf(f, "cprof_signal_seconds{quantile=\"0.5\"} %.9f\n",
+		(double)tracer_signal_percentile(&s->tracer, 50) / 1e9);
+	fprintf(f, "cprof_signal_seconds{quantile=\"0.99\"} %.9f\n",
+		(double)tracer_signal_percentile(&s->tracer, 99) / 1e9);
+	fprintf(f, "cprof_signal_seconds_sum %.9f\n", (double)s->tracer.signal_ns_total / 1e9);
+	fprintf(f, "cprof_signal_seconds_count %" PRIu64 "\n", s->tracer.signals_reinjected);
+	metric(f, "cprof_stack_copies_total", "counter",
+	       "Stacks copied at a stop, by size: the whole stack (full), only what the "
+	       "thread's earlier walks needed (short), or that and too short for the walk "
+	       "(short_ran_out: the sample is cut, the thread's next copy is full).");
+	fprintf(f, "cprof_stack_copies_total{copy=\"full\"} %" PRIu64 "\n", s->copies_full);
+	fprintf(f, "cprof_stack_copies_total{copy=\"short\"} %" PRIu64 "\n", s->copies_short);
+	fprintf(f, "cprof_stack_copies_total{copy=\"short_ran_out\"} %" PRIu64 "\n",
+		s->copies_short_ran_out);
+	metric(f, "cprof_unwinds_reused_total", "counter",
+	       "Walks answered by a remembered one: every register and stack word it read "
+	       "was unchanged.");
+	fprintf(f, "cprof_unwinds_reused_total %" PRIu64 "\n", s->unwinds_reused);
+	metric(f, "cprof_stop_polls_total", "counter",
+	       "Waits for a stop that polled instead of sleeping, by whether the stop came "
+	       "while polling.");
+	fprintf(f, "cprof_stop_polls_total{paid=\"yes\"} %" PRIu64 "\n", s->tracer.spins_paid);
+	fprintf(f, "cprof_stop_polls_total{paid=\"no\"} %" PRIu64 "\n",
+		s->tracer.spins - s->tracer.spins_paid);
+	metric(f, "cprof_realtime_seconds_total", "counter",
+	       "Time the sampling thread ran at a real-time priority (--sched).");
+	fprintf(f, "cprof_realtime_seconds_total %.9f\n", (double)s->tracer.sched_rt_ns / 1e9);
 	metric(f, "cprof_threads_seen_total", "counter", "Threads traced, summed over sessions.");
 	fprintf(f, "cprof_threads_seen_total %" PRIu64 "\n", s->tracer.threads_seen);
 }

@@ -54,7 +54,10 @@ struct hub {
 	X(tracer.stops) X(tracer.stop_ns_total) X(tracer.at_stop_ns_total)	\
 	X(tracer.signals_reinjected) X(tracer.signal_ns_total)		\
 	X(tracer.syscalls_restarted)					\
-	X(tracer.interrupts_expired) X(tracer.group_stops) X(tracer.execs)
+	X(tracer.interrupts_expired) X(tracer.group_stops) X(tracer.execs)	\
+	X(copies_full) X(copies_short) X(copies_short_ran_out)		\
+	X(unwinds_reused) X(tracer.spins) X(tracer.spins_paid)		\
+	X(tracer.sched_rt_ns) X(tracer.sched_switches)
 
 /* The same for the arrays of counters, each applied as X(array, length). */
 #define HUB_COUNTER_ARRAYS(X)						\
