@@ -82,6 +82,23 @@ static int add_range(struct roots *r, uint64_t start, uint64_t end, enum roots_k
 	return 0;
 }
 
+/* Where the sizeless symbol at value (section shndx) ends: at the next
+ * symbol of that section, or one byte on if there is none. */
+static uint64_t sizeless_end(Elf_Data *d, size_t n, GElf_Section shndx, uint64_t value)
+{
+	uint64_t end = UINT64_MAX;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		GElf_Sym sym;
+
+		if (gelf_getsym(d, (int)i, &sym) && sym.st_shndx == shndx &&
+		    sym.st_value > value && sym.st_value < end)
+			end = sym.st_value;
+	}
+	return end == UINT64_MAX ? value + 1 : end;
+}
+
 /* Adds the roots in one symbol table; returns how many, or -errno. */
 static int scan_symtab(struct roots *r, Elf *e, Elf_Scn *scn, const GElf_Shdr *sh, uint64_t bias)
 {
@@ -96,17 +113,28 @@ static int scan_symtab(struct roots *r, Elf *e, Elf_Scn *scn, const GElf_Shdr *s
 		GElf_Sym sym;
 		const char *name;
 		enum roots_kind kind;
+		uint64_t end;
+		int type;
 
-		if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
-		    !sym.st_value || sym.st_shndx == SHN_UNDEF)
+		if (!gelf_getsym(d, (int)i, &sym) || !sym.st_value || sym.st_shndx == SHN_UNDEF ||
+		    sym.st_shndx >= SHN_LORESERVE)
+			continue;
+		/* Assembly labels are often untyped: ld.so's _start is a
+		 * NOTYPE symbol of size 0 in its debug file. */
+		type = GELF_ST_TYPE(sym.st_info);
+		if (type != STT_FUNC && !(type == STT_NOTYPE && !sym.st_size))
 			continue;
 		name = elf_strptr(e, sh->sh_link, sym.st_name);
 		if (!name || (kind = roots_name_kind(name)) == ROOTS_NONE)
 			continue;
-		/* Assembly symbols may have no size: one byte still marks
-		 * the entry, where a return address of a root points. */
-		ret = add_range(r, sym.st_value + bias, sym.st_value + bias + (sym.st_size ? sym.st_size : 1),
-				kind);
+		/* An assembly root may have no size: it runs to the next
+		 * symbol.  ld.so's _start is 8 bytes up to _dl_start_user, and
+		 * the return address from _dl_start is the first byte after
+		 * it; with one byte, a walk of a command starting up (cprof
+		 * record) went past _start and ended [truncated]. */
+		end = sym.st_size ? sym.st_value + sym.st_size
+				  : sizeless_end(d, n, sym.st_shndx, sym.st_value);
+		ret = add_range(r, sym.st_value + bias, end + bias, kind);
 		if (ret < 0)
 			return ret;
 		found++;
