@@ -218,9 +218,15 @@ static int corrupt_file(const char *path)
 					goto end_elf;
 			}
 		} else if (strcmp(name, ".note.gnu.build-id") == 0 && sh.sh_size > 16) {
-			unsigned char b = 0xee;
+			unsigned char b;
 
-			/* A different build-id, so no cache entry of the real binary matches. */
+			/* A different build-id, so no cache entry of the real
+			 * binary matches: its first byte inverted.  A fixed 0xee
+			 * left it the same in a build whose id began with ee
+			 * (1 in 256; a fresh-clone CI run drew it). */
+			if (pread(fd, &b, 1, (off_t)(sh.sh_offset + 16)) != 1)
+				goto end_elf;
+			b ^= 0xff;
 			if (pwrite(fd, &b, 1, (off_t)(sh.sh_offset + 16)) != 1)
 				goto end_elf;
 		}
@@ -559,8 +565,11 @@ static void test_live(pid_t child, const char *corrupt_path, const char *trunc_p
 	m = proc_modules_lookup(t, corrupt_addr);
 	check(m != NULL && m->deleted && strcmp(m->path, corrupt_path) == 0 && m->build_id != NULL &&
 	      strcmp(m->build_id, main_mod->build_id) != 0,
-	      "deleted corrupt copy is a module (fd %d via %s)", m ? m->fd : -2,
-	      m && m->open_path ? m->open_path : "(null)");
+	      "deleted corrupt copy is a module (fd %d via %s; deleted %d, path %s, build id %s, "
+	      "the test's %s)", m ? m->fd : -2, m && m->open_path ? m->open_path : "(null)",
+	      m ? m->deleted : -1, m ? m->path : "(no module)",
+	      m && m->build_id ? m->build_id : "(none)",
+	      main_mod && main_mod->build_id ? main_mod->build_id : "(none)");
 	if (m != NULL) {
 		ret = sym_lookup(ctx, m, corrupt_addr, false, &fr, &n);
 		check(ret == 0, "lookup in a file with garbage DWARF survives (%zu frames: %s)", n,
