@@ -12,7 +12,10 @@
  * The constructor removes these three variables and this library's entry in
  * LD_PRELOAD, so programs the target execs are not profiled; a forked child
  * stops profiling too.  Every thread started through pthread_create gets a
- * timer of its own (timer_create, SIGEV_THREAD_ID, SIGPROF).  The handler
+ * timer of its own (timer_create, SIGEV_THREAD_ID, SIGPROF), one-shot: the
+ * handler re-arms it at a random gap around the interval and values each
+ * sample by the CPU (wall) time measured since the previous one.  The
+ * handler
  * unwinds with libunwind's local unwinder and stores the pcs in a lock-free
  * ring; a background thread drains the ring into prof_stacks.  At exit (an
  * atexit handler, and the destructor as a fallback) the timers stop and the
@@ -29,6 +32,8 @@
  *  - wall mode interrupts sleeping threads: calls the kernel does not restart
  *    under SA_RESTART (nanosleep, poll, epoll_wait, select, ...) return
  *    EINTR, so a program that does not retry them behaves differently.
+ *  - cpu mode's timers fire only at the kernel's scheduler ticks (4 ms at
+ *    HZ=250): at most that rate, and phases quantized to that grid.
  *  - A sample taken while the thread holds the dynamic loader's lock or is
  *    inside libunwind's own cache update is still safe (libunwind blocks
  *    signals around its locks) but may be truncated.
@@ -85,7 +90,7 @@ struct inproc_record {
 	uint64_t seq;		/* ring index + 1 once complete (release/acquire) */
 	uint32_t key;		/* thread table key; 0 = a thread we did not register */
 	uint32_t tid;
-	uint32_t periods;	/* timer expirations it stands for: 1 + overrun */
+	uint64_t value_ns;	/* the CPU (wall) time it stands for */
 	uint32_t n;
 	uint64_t exact[INPROC_MAX_FRAMES / 64];	/* bit i: pcs[i] is an exact pc */
 	uint64_t pcs[INPROC_MAX_FRAMES];
@@ -113,6 +118,13 @@ static uint64_t inproc_head;		/* next index to reserve */
 static uint64_t inproc_tail;		/* next index to drain */
 static uint64_t inproc_dropped;		/* ring full */
 static INPROC_TLS uint32_t inproc_self_key;
+/* The calling thread's one-shot timer, re-armed by the handler at a random
+ * gap (inproc_gap_ns) while armed; the clock at its last sample. */
+static INPROC_TLS timer_t inproc_self_timer;
+static INPROC_TLS volatile sig_atomic_t inproc_self_armed;
+static INPROC_TLS uint64_t inproc_self_last_ns;
+static INPROC_TLS uint64_t inproc_self_due_ns;	/* the clock value it is armed for */
+static INPROC_TLS uint64_t inproc_self_rng;
 
 /* Thread table: key - 1 indexes it.  Never touched by the handler. */
 static pthread_mutex_t inproc_threads_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -148,6 +160,57 @@ static pid_t inproc_gettid(void)
 
 /* ---- the signal handler -------------------------------------------------- */
 
+/* The thread's timer clock now: its CPU time, or the monotonic clock in
+ * wall mode.  clock_gettime is async-signal-safe. */
+static uint64_t inproc_clock_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(inproc_mode == INPROC_WALL ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID,
+			  &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The gap to the thread's next sample, drawn uniformly from [interval/2,
+ * 3*interval/2) (splitmix64), as cprof attach draws its ticks: a periodic
+ * timer samples a loop that repeats at a commensurate period at one phase
+ * for a whole run (mover -w 10, fn_a the first 7 ms of every 10: 99% of
+ * the samples at -F 100, where it has 70% of the time).
+ */
+static uint64_t inproc_gap_ns(void)
+{
+	uint64_t z = (inproc_self_rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	z ^= z >> 31;
+	return (uint64_t)inproc_interval_ns / 2 +
+	       (uint64_t)(((unsigned __int128)(z >> 32) * (uint64_t)inproc_interval_ns) >> 32);
+}
+
+/*
+ * Arms the calling thread's one-shot timer for its next sample, gap after
+ * the one it was armed for (TIMER_ABSTIME on the timer's clock), so that
+ * the rate holds: a CPU-time timer fires only at a scheduler tick after
+ * its expiry (4 ms apart at HZ=250), and re-armed from the moment it fired
+ * it gave 166 samples a second at -F 200.  A thread far behind (it was
+ * stopped, or the signal was blocked) starts afresh from now.
+ */
+static int inproc_arm(uint64_t now, uint64_t gap)
+{
+	struct itimerspec its;
+
+	inproc_self_due_ns += gap;
+	if (inproc_self_due_ns <= now)
+		inproc_self_due_ns = now + gap;
+	memset(&its, 0, sizeof(its));
+	its.it_value.tv_sec = (time_t)(inproc_self_due_ns / 1000000000u);
+	its.it_value.tv_nsec = (long)(inproc_self_due_ns % 1000000000u);
+	return timer_settime(inproc_self_timer, TIMER_ABSTIME, &its, NULL);
+}
+
 /*
  * Async-signal-safe: atomics, libunwind's local unwinder (signal-safe by
  * design: it blocks signals around its caches) and stores into the
@@ -159,12 +222,23 @@ static void inproc_on_sigprof(int sig, siginfo_t *si, void *uc)
 	int saved_errno = errno;
 	struct inproc_record *r;
 	unw_cursor_t cursor;
-	uint64_t head, idx;
+	uint64_t head, idx, value = (uint64_t)inproc_interval_ns;
 	uint32_t n = 0;
 	bool next_exact = true;
 
 	if (!__atomic_load_n(&inproc_running, __ATOMIC_RELAXED))
 		goto out;
+	/* Our own timer (not a SIGPROF of the program's): what this sample
+	 * stands for is measured, and the next one is drawn.  Never re-armed
+	 * once sampling stopped or the thread deleted its timer, so no
+	 * timer id that the program may have been given since is touched. */
+	if (si && si->si_code == SI_TIMER && inproc_self_armed) {
+		uint64_t now = inproc_clock_ns();
+
+		value = now - inproc_self_last_ns;
+		inproc_self_last_ns = now;
+		inproc_arm(now, inproc_gap_ns());
+	}
 	head = __atomic_load_n(&inproc_head, __ATOMIC_RELAXED);
 	do {
 		if (head - __atomic_load_n(&inproc_tail, __ATOMIC_ACQUIRE) >= INPROC_RING_SLOTS) {
@@ -177,12 +251,7 @@ static void inproc_on_sigprof(int sig, siginfo_t *si, void *uc)
 	r = &inproc_ring[idx % INPROC_RING_SLOTS];
 	r->key = inproc_self_key;
 	r->tid = (uint32_t)inproc_gettid();
-	/* Expirations the kernel merged into this signal (a CPU timer is
-	 * checked at the scheduler tick, so 1000 Hz on a 250 Hz kernel merges
-	 * them): the sample stands for all of them. */
-	r->periods = 1;
-	if (si && si->si_code == SI_TIMER && si->si_overrun > 0)
-		r->periods += (uint32_t)si->si_overrun;
+	r->value_ns = value;
 	r->exact[0] = r->exact[1] = 0;
 	if (uc && unw_init_local2(&cursor, (unw_context_t *)uc, UNW_INIT_SIGNAL_FRAME) == 0) {
 		do {
@@ -211,7 +280,6 @@ out:
 static void inproc_thread_begin(void)
 {
 	struct sigevent sev;
-	struct itimerspec its;
 	struct inproc_thread *t;
 	clockid_t clk = inproc_mode == INPROC_WALL ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID;
 	timer_t timer;
@@ -242,10 +310,16 @@ static void inproc_thread_begin(void)
 		goto out;	/* the thread is named but never sampled */
 	/* Before the timer can fire, so every sample carries its key. */
 	inproc_self_key = key;
-	its.it_interval.tv_sec = inproc_interval_ns / 1000000000;
-	its.it_interval.tv_nsec = inproc_interval_ns % 1000000000;
-	its.it_value = its.it_interval;
-	if (timer_settime(timer, 0, &its, NULL) < 0) {
+	inproc_self_timer = timer;
+	inproc_self_rng = ((uint64_t)t->tid << 32) ^ cprof_now_ns();
+	inproc_self_last_ns = inproc_self_due_ns = inproc_clock_ns();
+	inproc_self_armed = 1;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	/* A random first phase too, [0, interval); then the handler draws
+	 * each gap. */
+	if (inproc_arm(inproc_self_last_ns, inproc_gap_ns() - (uint64_t)inproc_interval_ns / 2 + 1) < 0) {
+		inproc_self_armed = 0;
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);
 		timer_delete(timer);
 		goto out;
 	}
@@ -263,6 +337,9 @@ static void inproc_thread_end(void *unused)
 
 	if (!inproc_self_key)
 		return;
+	/* Our handler must not re-arm the timer once it is deleted. */
+	inproc_self_armed = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&inproc_threads_lock);
 	t = &inproc_threads[inproc_self_key - 1];
 	if (t->has_timer) {
@@ -376,7 +453,7 @@ static void inproc_drain(void)
 		 * samples of unregistered threads get the tid's high bit. */
 		key = r->key ? r->key : (r->tid | 0x80000000u);
 		values[0] = 1;
-		values[1] = (int64_t)r->periods * inproc_interval_ns;
+		values[1] = (int64_t)r->value_ns;
 		if (prof_stacks_add(inproc_stacks, key, frames, r->n, values) < 0)
 			inproc_lost++;
 		else
@@ -459,18 +536,28 @@ static void inproc_read_comm(struct inproc_thread *t)
 		t->name[n - 1] = '\0';
 }
 
-/* Stops every timer and names the live threads as they are named now. */
+/*
+ * Stops sampling and names the live threads as they are named now.  The
+ * timers are one-shot and re-armed only by their own thread's handler
+ * while sampling runs: each fires at most once more, into a handler that
+ * returns at once.  Another thread's timer is not deleted here: its
+ * handler may be about to re-arm it, and the id, once freed, may be the
+ * program's own next timer.  The calling thread's goes now; the others'
+ * when their threads end, or with the process.
+ */
 static void inproc_stop_timers(void)
 {
 	size_t i;
 
 	__atomic_store_n(&inproc_running, 0, __ATOMIC_RELEASE);
+	inproc_self_armed = 0;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&inproc_threads_lock);
 	inproc_timers_stopped = true;
 	for (i = 0; i < inproc_n_threads; i++) {
 		struct inproc_thread *t = &inproc_threads[i];
 
-		if (t->has_timer) {
+		if (t->has_timer && i + 1 == inproc_self_key) {
 			timer_delete(t->timer);
 			t->has_timer = false;
 		}
@@ -635,8 +722,10 @@ static void inproc_atfork_child(void)
 	inproc_active = false;
 	inproc_have_drainer = false;
 	/* The other threads' locks may be held forever here: this thread must
-	 * not take inproc_threads_lock when it ends. */
+	 * not take inproc_threads_lock when it ends.  Its timer was not
+	 * inherited: its id may be the child's own next one. */
 	inproc_self_key = 0;
+	inproc_self_armed = 0;
 }
 
 static int inproc_setup(void)
