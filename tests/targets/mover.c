@@ -9,7 +9,9 @@
  * different PERCENT make a known move of work for `cprof diff` to find.
  * With -w the split follows the clock instead: fn_a runs in the first
  * PERCENT% of every MS-millisecond window and fn_b in the rest, a workload
- * in lockstep with any sampler that ticks every MS milliseconds.  A
+ * in lockstep with any sampler that ticks every MS milliseconds; it prints
+ * the shares of the units and of the wall time each function really got
+ * ("split: ...", which a loaded machine moves away from PERCENT).  A
  * checksum with a closed form catches a profiler that corrupts the target
  * ("result: BAD"), else "result: OK".  READYFILE is written once it runs. */
 #define _GNU_SOURCE
@@ -72,6 +74,12 @@ NOINLINE static uint64_t run(int percent, double seconds, uint64_t *sum)
 	return rounds;
 }
 
+/* What -w did: units run in fn_a and fn_b, and the wall time spent in
+ * each (a unit's, preemption included): the shares a profile must show in
+ * cpu and wall mode, whatever the machine's load did to the 70/30 plan. */
+static uint64_t phased_units[2];
+static double phased_wall[2];
+
 /* -w: work units until the deadline, fn_a in the first percent% of every
  * window of window_s seconds; returns the expected sum of the units done. */
 NOINLINE static uint64_t run_phased(int percent, double seconds, double window_s,
@@ -82,11 +90,15 @@ NOINLINE static uint64_t run_phased(int percent, double seconds, double window_s
 
 	while ((t = now_s()) < end) {
 		double phase = (t - start) / window_s;
+		int b;
 
 		phase -= (double)(uint64_t)phase;
 		x = (x + 1) % 100;
-		*sum += phase * 100 < percent ? fn_a(x) : fn_b(x);
+		b = !(phase * 100 < percent);
+		*sum += b ? fn_b(x) : fn_a(x);
 		want += unit_expected(x);
+		phased_units[b]++;
+		phased_wall[b] += now_s() - t;
 	}
 	return want;
 }
@@ -133,6 +145,10 @@ int main(int argc, char **argv)
 		       (unsigned long long)(want * rounds));
 		return 1;
 	}
+	if (window_ms > 0)
+		printf("split: fn_a %.1f%% of the units, %.1f%% of the wall time\n",
+		       100.0 * (double)phased_units[0] / (double)(phased_units[0] + phased_units[1]),
+		       100.0 * phased_wall[0] / (phased_wall[0] + phased_wall[1]));
 	printf("result: OK\n");
 	return fflush(stdout) != 0 ? 2 : 0;
 }
