@@ -62,6 +62,7 @@
 #include <libunwind.h>
 
 #include "lib/clock.h"
+#include "lib/random.h"
 #include "profile/output.h"
 #include "profile/stacks.h"
 #include "process/maps.h"
@@ -161,33 +162,23 @@ static pid_t inproc_gettid(void)
 /* ---- the signal handler -------------------------------------------------- */
 
 /* The thread's timer clock now: its CPU time, or the monotonic clock in
- * wall mode.  clock_gettime is async-signal-safe. */
+ * wall mode.  Both are clock_gettime, async-signal-safe. */
 static uint64_t inproc_clock_ns(void)
 {
-	struct timespec ts;
-
-	if (clock_gettime(inproc_mode == INPROC_WALL ? CLOCK_MONOTONIC : CLOCK_THREAD_CPUTIME_ID,
-			  &ts) < 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return inproc_mode == INPROC_WALL ? cprof_now_ns() : cprof_thread_cpu_ns();
 }
 
 /*
  * The gap to the thread's next sample, drawn uniformly from [interval/2,
- * 3*interval/2) (splitmix64), as cprof attach draws its ticks: a periodic
+ * 3*interval/2), as cprof attach draws its ticks: a periodic
  * timer samples a loop that repeats at a commensurate period at one phase
  * for a whole run (mover -w 10, fn_a the first 7 ms of every 10: 99% of
  * the samples at -F 100, where it has 70% of the time).
  */
 static uint64_t inproc_gap_ns(void)
 {
-	uint64_t z = (inproc_self_rng += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
 	return (uint64_t)inproc_interval_ns / 2 +
-	       (uint64_t)(((unsigned __int128)(z >> 32) * (uint64_t)inproc_interval_ns) >> 32);
+	       cprof_rand_below(&inproc_self_rng, (uint64_t)inproc_interval_ns);
 }
 
 /*

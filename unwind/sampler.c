@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/random.h"
 #include "process/maps.h"
 #include "process/procfs.h"
 #include "unwind/procs.h"
@@ -1204,7 +1205,7 @@ static void report_progress(struct sampler *s, uint64_t start, uint64_t cpu0, ui
 }
 
 /*
- * A uniformly random fraction of the period, [0, period) (splitmix64).
+ * A uniformly random fraction of the period, [0, period).
  *
  * Ticks at exact multiples of the period sample in lockstep with any work
  * that repeats at a period commensurate with it: a loop of 0.5 ms work
@@ -1223,12 +1224,7 @@ static void report_progress(struct sampler *s, uint64_t start, uint64_t cpu0, ui
  */
 static uint64_t period_fraction(struct sampler *s)
 {
-	uint64_t z = (s->rng += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (uint64_t)(((unsigned __int128)(z >> 32) * s->period_ns) >> 32);
+	return cprof_rand_below(&s->rng, s->period_ns);
 }
 
 static int session_loop(struct sampler *s)
