@@ -196,6 +196,17 @@ static void metric(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* A summary of durations in seconds: its median, p99, sum and count. */
+static void summary_seconds(FILE *f, const char *name, const char *help, uint64_t p50_ns,
+			    uint64_t p99_ns, uint64_t sum_ns, uint64_t count)
+{
+	metric(f, name, "summary", help);
+	fprintf(f, "%s{quantile=\"0.5\"} %.9f\n", name, (double)p50_ns / 1e9);
+	fprintf(f, "%s{quantile=\"0.99\"} %.9f\n", name, (double)p99_ns / 1e9);
+	fprintf(f, "%s_sum %.9f\n", name, (double)sum_ns / 1e9);
+	fprintf(f, "%s_count %" PRIu64 "\n", name, count);
+}
+
 /* cprof_unwinds_total{end=...}: every way a walk ends, once; the names of
  * attach's comments, with what they leave out as "other". */
 static const struct {
@@ -279,23 +290,16 @@ static void metrics_text(struct serve_ctx *c, FILE *f)
 				s->ends[end_names[i].end]);
 	}
 	fprintf(f, "cprof_unwinds_total{end=\"other\"} %" PRIu64 "\n", other);
-	metric(f, "cprof_stop_seconds", "summary",
-	       "Time a target thread spent in a stop cprof asked for (interrupt to resume).");
-	fprintf(f, "cprof_stop_seconds{quantile=\"0.5\"} %.9f\n",
-		(double)tracer_stop_percentile(&s->tracer, 50) / 1e9);
-	fprintf(f, "cprof_stop_seconds{quantile=\"0.99\"} %.9f\n",
-		(double)tracer_stop_percentile(&s->tracer, 99) / 1e9);
-	fprintf(f, "cprof_stop_seconds_sum %.9f\n", (double)s->tracer.stop_ns_total / 1e9);
-	fprintf(f, "cprof_stop_seconds_count %" PRIu64 "\n", s->tracer.stops);
-	metric(f, "cprof_stopped_seconds", "summary",
-	       "Time a target thread spent in a stop cprof asked for, from the moment it "
-	       "reached the stop to its resume (what cprof itself takes).");
-	fprintf(f, "cprof_stopped_seconds{quantile=\"0.5\"} %.9f\n",
-		(double)tracer_at_stop_percentile(&s->tracer, 50) / 1e9);
-	fprintf(f, "cprof_stopped_seconds{quantile=\"0.99\"} %.9f\n",
-		(double)tracer_at_stop_percentile(&s->tracer, 99) / 1e9);
-	fprintf(f, "cprof_stopped_seconds_sum %.9f\n", (double)s->tracer.at_stop_ns_total / 1e9);
-	fprintf(f, "cprof_stopped_seconds_count %" PRIu64 "\n", s->tracer.stops);
+	summary_seconds(f, "cprof_stop_seconds",
+			"Time a target thread spent in a stop cprof asked for (interrupt to resume).",
+			tracer_stop_percentile(&s->tracer, 50), tracer_stop_percentile(&s->tracer, 99),
+			s->tracer.stop_ns_total, s->tracer.stops);
+	summary_seconds(f, "cprof_stopped_seconds",
+			"Time a target thread spent in a stop cprof asked for, from the moment it "
+			"reached the stop to its resume (what cprof itself takes).",
+			tracer_at_stop_percentile(&s->tracer, 50),
+			tracer_at_stop_percentile(&s->tracer, 99), s->tracer.at_stop_ns_total,
+			s->tracer.stops);
 	metric(f, "cprof_stop_max_seconds", "gauge", "The longest stop so far.");
 	fprintf(f, "cprof_stop_max_seconds %.9f\n", (double)s->tracer.stop_ns_max / 1e9);
 	metric(f, "cprof_stopped_fraction_max", "gauge",
@@ -306,15 +310,12 @@ static void metrics_text(struct serve_ctx *c, FILE *f)
 	metric(f, "cprof_signals_reinjected_total", "counter",
 	       "Signals that reached the target while traced, passed on by cprof.");
 	fprintf(f, "cprof_signals_reinjected_total %" PRIu64 "\n", s->tracer.signals_reinjected);
-	metric(f, "cprof_signal_seconds", "summary",
-	       "Time from a signal's stop to its re-injection (a traced target's signal waits "
-	       "that long for cprof).");
-	fprintf(f, "cprof_signal_seconds{quantile=\"0.5\"} %.9f\n",
-		(double)tracer_signal_percentile(&s->tracer, 50) / 1e9);
-	fprintf(f, "cprof_signal_seconds{quantile=\"0.99\"} %.9f\n",
-		(double)tracer_signal_percentile(&s->tracer, 99) / 1e9);
-	fprintf(f, "cprof_signal_seconds_sum %.9f\n", (double)s->tracer.signal_ns_total / 1e9);
-	fprintf(f, "cprof_signal_seconds_count %" PRIu64 "\n", s->tracer.signals_reinjected);
+	summary_seconds(f, "cprof_signal_seconds",
+			"Time from a signal's stop to its re-injection (a traced target's signal "
+			"waits that long for cprof).",
+			tracer_signal_percentile(&s->tracer, 50),
+			tracer_signal_percentile(&s->tracer, 99), s->tracer.signal_ns_total,
+			s->tracer.signals_reinjected);
 	metric(f, "cprof_stack_copies_total", "counter",
 	       "Stacks copied at a stop, by size: the whole stack (full), only what the "
 	       "thread's earlier walks needed (short), or that and too short for the walk "
