@@ -119,26 +119,29 @@ void procs_exec(struct samp_proc *p, uint64_t now_ns)
 	p->maps_read_ns = 0;
 }
 
+/* Exchanges two sets of maps: the one given up keeps its buffer for reuse. */
+static void swap_maps(struct proc_maps *a, struct proc_maps *b)
+{
+	struct proc_maps tmp = *a;
+
+	*a = *b;
+	*b = tmp;
+}
+
 void procs_hold_stop_maps(struct samp_proc *p)
 {
-	struct proc_maps tmp = p->round_maps;
-
 	if (!p->stop_maps_valid)
 		return;
-	p->round_maps = p->stop_maps;
-	p->stop_maps = tmp;
+	swap_maps(&p->round_maps, &p->stop_maps);
 	p->stop_maps_valid = false;
 	p->round_maps_valid = true;
 }
 
 void procs_take_round_maps(struct samp_proc *p)
 {
-	struct proc_maps tmp = p->maps;
-
 	if (!p->round_maps_valid)
 		return;
-	p->maps = p->round_maps;
-	p->round_maps = tmp;
+	swap_maps(&p->maps, &p->round_maps);
 	p->round_maps_valid = false;
 	proc_modules_update(p->mods, &p->maps);
 	remote_flush(p->unwinder);
