@@ -796,6 +796,7 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	struct procfs_fdcache *fds = tracer_fds(s->tracer);
 	struct procfs_sched sc;
 	char comm[64];
+	bool pre_exec;
 
 	if (!st || th->pending || th->held)
 		return false;
@@ -806,12 +807,13 @@ static bool wants_stop(struct sampler *s, struct tracer_thread *th)
 	if (procfs_task_sched(fds, &th->task, &sc) < 0)
 		return false;
 	s->stats.sched_reads++;
-	if (!st->primed || before_exec(s, st->proc)) {
+	pre_exec = before_exec(s, st->proc);
+	if (!st->primed || pre_exec) {
 		/* (Before the exec: not yet the program, its CPU not counted.) */
 		st->sampled_run_ns = sc.run_ns;
 		st->read_run_ns = sc.run_ns;
 		st->primed = true;
-		if (before_exec(s, st->proc))
+		if (pre_exec)
 			return false;
 	}
 	if (s->o.mode == SAMPLER_CPU) {
