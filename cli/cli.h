@@ -75,6 +75,7 @@ struct cli_session {
 	size_t stack_size;
 	enum sampler_mode mode;
 	enum sampler_stop stop;
+	enum sampler_source source;
 	enum cli_sched sched;
 	enum cli_format format;
 	const char *output;
@@ -82,6 +83,8 @@ struct cli_session {
 	bool quiet;
 	bool json;
 	bool stop_given;	/* --stop was on the command line */
+	bool source_given;	/* --source was */
+	bool stack_size_given;	/* --stack-size was */
 	bool no_debuginfod;	/* --no-debuginfod */
 	uint64_t debuginfod_timeout_ns;	/* --debuginfod-timeout: bound of one lookup */
 	unsigned tracer_flags;	/* TRACER_FOLLOW, TRACER_DESCENDANTS: the tree too */
@@ -97,6 +100,7 @@ enum cli_opt_status cli_session_opt_hz(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_stack_size(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_mode(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_stop(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_source(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_sched(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *arg);
 
@@ -109,6 +113,7 @@ enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *
 	CLI_OPTION_CALLBACK(0, "stack-size", (s), cli_session_opt_stack_size), \
 	CLI_OPTION_CALLBACK(0, "mode", (s), cli_session_opt_mode), \
 	CLI_OPTION_CALLBACK(0, "stop", (s), cli_session_opt_stop), \
+	CLI_OPTION_CALLBACK(0, "source", (s), cli_session_opt_source), \
 	CLI_OPTION_CALLBACK(0, "sched", (s), cli_session_opt_sched), \
 	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
 	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \

@@ -27,10 +27,12 @@
 
 /* Run in this order in every round, so that machine noise hits all alike. */
 const struct overhead_variant overhead_variants[N_VARIANTS] = {
-	{ "unprofiled", KIND_NONE, SAMPLER_STOP_THREAD },
-	{ "ptrace-thread", KIND_PTRACE, SAMPLER_STOP_THREAD },
-	{ "ptrace-process", KIND_PTRACE, SAMPLER_STOP_PROCESS },
-	{ "inproc", KIND_INPROC, SAMPLER_STOP_THREAD },
+	{ "unprofiled", KIND_NONE, SAMPLER_STOP_THREAD, SAMPLER_SOURCE_PTRACE },
+	{ "ptrace-thread", KIND_PTRACE, SAMPLER_STOP_THREAD, SAMPLER_SOURCE_PTRACE },
+	{ "ptrace-process", KIND_PTRACE, SAMPLER_STOP_PROCESS, SAMPLER_SOURCE_PTRACE },
+	/* the kernel's samples, no stop: cpu mode, where perf events are permitted */
+	{ "perf", KIND_PTRACE, SAMPLER_STOP_THREAD, SAMPLER_SOURCE_PERF },
+	{ "inproc", KIND_INPROC, SAMPLER_STOP_THREAD, SAMPLER_SOURCE_PTRACE },
 };
 
 static void overhead_usage(FILE *f)
@@ -40,9 +42,10 @@ static void overhead_usage(FILE *f)
 		"                      -- COMMAND [ARG...]\n"
 		"\n"
 		"Runs COMMAND RUNS times each unprofiled, under ptrace sampling (--stop thread\n"
-		"and --stop process) and under the in-process sampler, interleaved round by\n"
-		"round, and prints per variant the median wall and CPU time (min..max), the\n"
-		"slowdown against the unprofiled median and the stop-time statistics.\n"
+		"and --stop process), under perf events (--source perf, cpu mode) and under the\n"
+		"in-process sampler, interleaved round by round, and prints per variant the\n"
+		"median wall and CPU time (min..max), the slowdown against the unprofiled\n"
+		"median and the stop-time statistics.\n"
 		"COMMAND must exit with status 0 every time; its output is discarded.\n"
 		"\n"
 		"  -F, --frequency HZ     samples per second per thread, 1..1000 (default 100)\n"
@@ -181,6 +184,7 @@ static int run_ptrace(struct overhead *o, const struct overhead_variant *v, int 
 	uint64_t t0 = cprof_now_ns();
 
 	a.stop = v->stop;
+	a.source = v->source;
 	a.quiet = true;
 	a.json = false;
 	a.output = o->profile;
@@ -408,9 +412,15 @@ static int prepare(struct overhead *o, char ***argv_buf)
 	if (!have_inproc_library()) {
 		cli_error("cannot find '%s' beside cprof or in %s: the inproc variant is not "
 			  "measured (build or install it)", CLI_INPROC_LIB, PKGLIBDIR);
-		o->res[N_VARIANTS - 1].skipped = true;
+		o->res[N_VARIANTS - 1].skipped = "no " CLI_INPROC_LIB;
 		ret = CPROF_EXIT_PARTIAL;
 	}
+	/* perf samples take no stop, in cpu mode only; where perf events
+	 * are refused the row says so and the others are measured. */
+	if (o->s.mode == SAMPLER_WALL)
+		o->res[N_VARIANTS - 2].skipped = "wall mode samples at stops";
+	else if (sampler_perf_probe() < 0)
+		o->res[N_VARIANTS - 2].skipped = "perf events not permitted here";
 	if (make_scratch(o) < 0)
 		return CPROF_EXIT_FATAL;
 	return ret;

@@ -9,7 +9,7 @@
 #include "cli/cli.h"
 
 #define MAX_RUNS 100
-#define N_VARIANTS 4
+#define N_VARIANTS 5
 
 /* What one run yields; the record figures only for the ptrace variants. */
 enum metric {
@@ -33,6 +33,7 @@ struct overhead_variant {
 	const char *name;
 	enum sampler_kind kind;
 	enum sampler_stop stop;		/* KIND_PTRACE */
+	enum sampler_source source;	/* KIND_PTRACE */
 };
 
 /* In the order they run in every round. */
@@ -40,7 +41,7 @@ extern const struct overhead_variant overhead_variants[N_VARIANTS];
 
 struct result {
 	unsigned runs;		/* completed with status 0 */
-	bool skipped;		/* not measured at all (no inproc library) */
+	const char *skipped;	/* not measured at all: why ("no libcprof-inproc.so") */
 	double v[M_COUNT][MAX_RUNS];
 };
 

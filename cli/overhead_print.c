@@ -149,8 +149,8 @@ void overhead_print_table(const struct overhead *o)
 		double x = slowdown(o, r);
 
 		if (!r->runs) {
-			printf("%-15s %4u  %s\n", overhead_variants[i].name, 0u,
-			       r->skipped ? "not measured (no " CLI_INPROC_LIB ")" : "not measured");
+			printf("%-15s %4u  not measured%s%s%s\n", overhead_variants[i].name, 0u,
+			       r->skipped ? " (" : "", r->skipped ? r->skipped : "", r->skipped ? ")" : "");
 			continue;
 		}
 		seconds_cell(wall, sizeof(wall), r, M_WALL);

@@ -28,6 +28,7 @@ static void record_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof record [-d DURATION] [-o FILE] [-f pprof|collapsed|svg]\n"
 		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
+		"                    [--source auto|perf|ptrace]\n"
 		"                    [--stack-size BYTES] [--sched auto|rt|normal]\n"
 		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
 		"                    [--no-children] [--inproc] -- COMMAND [ARG...]\n"
@@ -42,7 +43,10 @@ static void record_usage(FILE *f)
 		"      --mode cpu|wall    as for attach\n"
 		"      --stop thread|process\n"
 		"                         as for attach\n"
-		"      --stack-size N     bytes of stack copied per sample (default 64k)\n"
+		"      --source auto|perf|ptrace\n"
+		"                         as for attach\n"
+		"      --stack-size N     bytes of stack copied per sample (default 64k; perf\n"
+		"                         samples: 16k, grown to 64k where a walk needs it)\n"
 		"      --sched auto|rt|normal\n"
 		"                         as for attach\n"
 		"      --debuginfod-timeout D\n"
@@ -355,6 +359,10 @@ static enum cli_parse_result check_inproc(const struct cli_session *a)
 	}
 	if (a->stop_given) {
 		cli_error("record: --inproc stops nothing; --stop does not apply");
+		return CLI_PARSE_ERROR;
+	}
+	if (a->source_given) {
+		cli_error("record: --inproc samples in the command itself; --source does not apply");
 		return CLI_PARSE_ERROR;
 	}
 	return CLI_PARSE_OK;

@@ -31,7 +31,8 @@ static void serve_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cprof serve -p PID [--listen ADDR:PORT] [--max-seconds N] [-F HZ]\n"
-		"                   [--stop thread|process] [--stack-size BYTES]\n"
+		"                   [--stop thread|process] [--source auto|perf|ptrace]\n"
+		"                   [--stack-size BYTES]\n"
 		"                   [--max-connections N] [--timeout SECONDS] [-q]\n"
 		"\n"
 		"Serves the running process PID's profiles over HTTP at the paths of Go's\n"
@@ -47,7 +48,12 @@ static void serve_usage(FILE *f)
 		"      --stop thread|process\n"
 		"                         thread (default): one at a time; process: the sampled\n"
 		"                         threads together (one instant)\n"
-		"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k)\n"
+		"      --source auto|perf|ptrace\n"
+		"                         who copies a CPU profile's samples: perf, the kernel\n"
+		"                         (no stop); ptrace, cprof at a stop; auto (default):\n"
+		"                         perf when permitted.  Wall profiles use stops\n"
+		"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k;\n"
+		"                         16k for perf samples unless given, at most 65528)\n"
 		"      --max-connections N\n"
 		"                         connections served at once (default %d)\n"
 		"      --timeout SECONDS  close connections idle that long, slow request headers\n"
@@ -224,6 +230,7 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 		CLI_OPTION_ULONG(0, "timeout", &timeout_s, 1, 3600),
 		CLI_OPTION_CALLBACK('F', "frequency", &c->a, cli_session_opt_hz),
 		CLI_OPTION_CALLBACK(0, "stop", &c->a, cli_session_opt_stop),
+		CLI_OPTION_CALLBACK(0, "source", &c->a, cli_session_opt_source),
 		CLI_OPTION_CALLBACK(0, "stack-size", &c->a, cli_session_opt_stack_size),
 		CLI_OPTION_BOOL('q', "quiet", &c->quiet),
 		CLI_OPTION_END,
@@ -238,6 +245,10 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 		return cli_parse_exit_code(r);
 	if (!c->pid) {
 		cli_error("serve: which process? give its pid with -p PID");
+		return CPROF_EXIT_USAGE;
+	}
+	if (c->a.source == SAMPLER_SOURCE_PERF && c->a.stop == SAMPLER_STOP_PROCESS) {
+		cli_error("serve: --source perf stops no thread; --stop process needs --source ptrace");
 		return CPROF_EXIT_USAGE;
 	}
 	c->max_seconds = (unsigned)max_seconds;
@@ -351,7 +362,9 @@ int cmd_serve(int argc, char **argv)
 		.pid = c.pid,
 		.hz = c.a.hz,
 		.stack_size = c.a.stack_size,
+		.perf_stack_size = c.a.stack_size_given ? c.a.stack_size : 0,
 		.stop = c.a.stop,
+		.source = c.a.source,
 		.build = serve_http_build,
 		.done = serve_http_done,
 		.session_end = serve_http_session_end,

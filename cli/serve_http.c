@@ -324,6 +324,15 @@ static void metrics_text(struct serve_ctx *c, FILE *f)
 	fprintf(f, "cprof_stack_copies_total{copy=\"short\"} %" PRIu64 "\n", s->copies_short);
 	fprintf(f, "cprof_stack_copies_total{copy=\"short_ran_out\"} %" PRIu64 "\n",
 		s->copies_short_ran_out);
+	metric(f, "cprof_perf_threads_total", "counter",
+	       "Threads sampled by perf events (the kernel copies each sample; no stop), and "
+	       "those whose event could not be opened (fallback: sampled at stops).");
+	fprintf(f, "cprof_perf_threads_total{event=\"opened\"} %" PRIu64 "\n", s->perf_threads);
+	fprintf(f, "cprof_perf_threads_total{event=\"refused\"} %" PRIu64 "\n", s->perf_fallbacks);
+	metric(f, "cprof_perf_samples_lost_total", "counter",
+	       "perf samples the kernel dropped, a ring being full (their CPU time goes to "
+	       "the thread's next sample).");
+	fprintf(f, "cprof_perf_samples_lost_total %" PRIu64 "\n", s->perf_lost);
 	metric(f, "cprof_unwinds_reused_total", "counter",
 	       "Walks answered by a remembered one: every register and stack word it read "
 	       "was unchanged.");

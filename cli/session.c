@@ -102,9 +102,10 @@ static void format_comments(char line[N_COMMENTS][COMMENT_MAX], const struct cli
 	const struct tracer_stats *t = &st->tracer;
 	uint64_t fresh = fresh_count(st);
 
-	snprintf(line[0], COMMENT_MAX, "cprof %s %s -F %u --mode %s --stop %s", PACKAGE_VERSION, what,
-		 a->hz, a->mode == SAMPLER_WALL ? "wall" : "cpu",
-		 a->stop == SAMPLER_STOP_PROCESS ? "process" : "thread");
+	snprintf(line[0], COMMENT_MAX, "cprof %s %s -F %u --mode %s --stop %s --source %s",
+		 PACKAGE_VERSION, what, a->hz, a->mode == SAMPLER_WALL ? "wall" : "cpu",
+		 a->stop == SAMPLER_STOP_PROCESS ? "process" : "thread",
+		 st->source == SAMPLER_SOURCE_PERF ? "perf" : "ptrace");
 	snprintf(line[1], COMMENT_MAX,
 		 "samples=%llu (stopped=%llu unstopped=%llu reused=%llu) ticks=%llu missed_ticks=%llu threads_seen=%llu",
 		 (unsigned long long)st->samples,
@@ -465,6 +466,62 @@ static const char *sched_text(const struct tracer_stats *t, char *buf, size_t si
 	return t->sched_policy == PRIO_NICE ? "at nice -10" : "at normal priority";
 }
 
+/* Why perf events were not used, for the summary and --json. */
+static const char *perf_refusal(const struct sampler_stats *st, char *buf, size_t size)
+{
+	char paranoid[16] = "?";
+	int err = st->perf_errno;
+	FILE *f;
+
+	switch (st->perf_refused) {
+	case SAMPLER_PERF_USED:
+		return NULL;
+	case SAMPLER_PERF_THREADS:
+		return "more threads than their rings' memory budget";
+	case SAMPLER_PERF_STACK:
+		return "--stack-size is more than a perf sample carries (65528 bytes)";
+	case SAMPLER_PERF_GO:
+		return "Go code switches stacks, which a copy from SP cannot follow";
+	case SAMPLER_PERF_ERRNO:
+		break;
+	}
+	if (err == -EACCES || err == -EPERM) {
+		f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+		if (f) {
+			if (!fgets(paranoid, sizeof(paranoid), f))
+				snprintf(paranoid, sizeof(paranoid), "?");
+			paranoid[strcspn(paranoid, "\n")] = '\0';
+			fclose(f);
+		}
+		snprintf(buf, size, "not permitted (perf_event_paranoid=%s; run as root or with "
+			 "CAP_PERFMON)", paranoid);
+	} else if (err == -ENOSYS || err == -ENOENT || err == -EOPNOTSUPP) {
+		snprintf(buf, size, "not available in this kernel (%s)", strerror(-err));
+	} else {
+		snprintf(buf, size, "%s", strerror(-err));
+	}
+	return buf;
+}
+
+/* How the samples were taken, as the summary says it. */
+static const char *source_text(const struct sampler_stats *st, char *buf, size_t size)
+{
+	char why[128];
+	const char *no = perf_refusal(st, why, sizeof(why));
+
+	if (st->source == SAMPLER_SOURCE_PERF) {
+		snprintf(buf, size, "samples taken by perf events (the kernel copied %zu KiB of "
+			 "stack each, no thread stopped for a sample%s%s%s)", st->perf_stack >> 10,
+			 st->perf_fallbacks ? ", but the threads that could have no event" : "",
+			 no ? ", then at stops: " : "", no ? no : "");
+		return buf;
+	}
+	if (!no)
+		return "samples taken at stops";
+	snprintf(buf, size, "samples taken at stops (perf events: %s)", no);
+	return buf;
+}
+
 static void print_summary(const struct cli_session *a, const struct sampler_stats *st)
 {
 	const struct tracer_stats *t = &st->tracer;
@@ -472,6 +529,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 	char rotated[96] = "";
 	char signals[128] = "";
 	char sched[128];
+	char source[192];
 
 	/* Wall mode with more threads than a tick can read: say at what rate
 	 * each was really sampled (the values stay unbiased). */
@@ -493,7 +551,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		"stops p50 %.1f us, p99 %.1f us, max %.1f us (from reaching the stop: p50 %.1f us, "
 		"p99 %.1f us); a thread spent at most %.3f%% of "
 		"its time stopped (mean %.3f%%)%s; stack copies %llu full, %llu short, %llu short "
-		"that ran out; cprof used %.1f%% of a CPU, its sampling thread %s%s\n",
+		"that ran out; %s; cprof used %.1f%% of a CPU, its sampling thread %s%s\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
 		(unsigned long long)st->samples, incomplete,
 		(unsigned long long)t->threads_seen, (double)st->elapsed_ns / 1e9,
@@ -504,7 +562,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		(double)tracer_at_stop_percentile(t, 99) / 1e3,
 		100 * t->stopped_fraction_max, 100 * mean_fraction(t), signals,
 		(unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
-		(unsigned long long)st->copies_short_ran_out,
+		(unsigned long long)st->copies_short_ran_out, source_text(st, source, sizeof(source)),
 		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
 		sched_text(t, sched, sizeof(sched)), rotated);
 }
@@ -542,6 +600,26 @@ static void print_json_processes(const struct sampler *s)
 		       (unsigned long long)p.value_ns);
 	}
 	fputs("]", stdout);
+}
+
+/* "source" and "perf": how the samples were taken. */
+static void print_json_source(const struct sampler_stats *st)
+{
+	char buf[128];
+	const char *no = perf_refusal(st, buf, sizeof(buf));
+
+	printf(", \"source\": \"%s\", \"perf\": {\"threads\": %llu, \"fallbacks\": %llu, "
+	       "\"lost\": %llu, \"throttled\": %llu, \"drains\": %llu, \"stack_bytes\": %zu, "
+	       "\"refused\": ",
+	       st->source == SAMPLER_SOURCE_PERF ? "perf" : "ptrace",
+	       (unsigned long long)st->perf_threads, (unsigned long long)st->perf_fallbacks,
+	       (unsigned long long)st->perf_lost, (unsigned long long)st->perf_throttled,
+	       (unsigned long long)st->perf_drains, st->perf_stack);
+	if (no)
+		cli_json_string(stdout, no);
+	else
+		fputs("null", stdout);
+	fputs("}", stdout);
 }
 
 static void print_json(const struct cli_session *a, pid_t pid, const struct sampler *s,
@@ -603,6 +681,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)t->sched_rt_ns, t->sched_switches,
 	       st->target_exited ? "true" : "false");
 	print_json_missing(live);
+	print_json_source(st);
 	fputs(", \"processes\": ", stdout);
 	print_json_processes(s);
 	fputs("}\n", stdout);
@@ -615,11 +694,19 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
  */
 static int session_outcome(const struct sampler *s, int ret, pid_t pid, struct progress *pr)
 {
+	const struct sampler_stats *st = sampler_get_stats(s);
 	char why[256];
 
 	if (ret >= 0)
 		return CPROF_EXIT_OK;
 	progress_clear(pr);
+	if (st->perf_refused == SAMPLER_PERF_ERRNO && !st->ticks) {
+		/* --source perf, and perf events could not be opened: nothing
+		 * was sampled (auto would have used stops). */
+		cli_error("cannot sample pid %d with perf events: %s (--source auto or ptrace "
+			  "samples at stops)", (int)pid, perf_refusal(st, why, sizeof(why)));
+		return CPROF_EXIT_FATAL;
+	}
 	if (!sampler_get_stats(s)->attached) {
 		if (!cli_attach_obstacle(pid, ret, why, sizeof(why)))
 			snprintf(why, sizeof(why), "%s", strerror(-ret));
@@ -656,8 +743,10 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		.hz = a->hz,
 		.duration_ns = a->duration_ns,
 		.stack_size = a->stack_size,
+		.perf_stack_size = a->stack_size_given ? a->stack_size : 0,
 		.mode = a->mode,
 		.stop = a->stop,
+		.source = a->source,
 		.tracer_flags = a->tracer_flags | (a->sched == CLI_SCHED_NORMAL ? 0 : TRACER_RT) |
 				(a->sched == CLI_SCHED_AUTO ? TRACER_RT_ADAPT : 0),
 		.after_attach = after_attach,

@@ -31,6 +31,9 @@ void cli_session_defaults(struct cli_session *a)
 	/* One thread at a time: each is stopped only while its own stack is
 	 * copied (the README gives the measurements). */
 	a->stop = SAMPLER_STOP_THREAD;
+	/* cpu mode: the kernel's samples when perf events are permitted (no
+	 * stop at all), stops otherwise. */
+	a->source = SAMPLER_SOURCE_AUTO;
 	a->debuginfod_timeout_ns = 5000000000ull;
 }
 
@@ -88,6 +91,7 @@ enum cli_opt_status cli_session_opt_stack_size(void *value, const char *arg)
 {
 	struct cli_session *a = value;
 
+	a->stack_size_given = true;
 	if (cli_parse_size(arg, &a->stack_size) == 0 && a->stack_size >= MIN_STACK &&
 	    a->stack_size <= MAX_STACK)
 		return CLI_OPT_TAKEN;
@@ -149,6 +153,25 @@ enum cli_opt_status cli_session_opt_stop(void *value, const char *arg)
 	return CLI_OPT_INVALID;
 }
 
+enum cli_opt_status cli_session_opt_source(void *value, const char *arg)
+{
+	static const struct choice sources[] = {
+		{ "auto", SAMPLER_SOURCE_AUTO }, { "ptrace", SAMPLER_SOURCE_PTRACE },
+		{ "perf", SAMPLER_SOURCE_PERF },
+	};
+	struct cli_session *a = value;
+	int v;
+
+	a->source_given = true;
+	if (choose(sources, sizeof(sources) / sizeof(sources[0]), arg, &v)) {
+		a->source = (enum sampler_source)v;
+		return CLI_OPT_TAKEN;
+	}
+	cli_error("invalid sample source '%s': auto (perf events when permitted, else stops), "
+		  "perf (the kernel copies each sample: no stop) or ptrace (stops)", arg);
+	return CLI_OPT_INVALID;
+}
+
 enum cli_opt_status cli_session_opt_sched(void *value, const char *arg)
 {
 	static const struct choice policies[] = {
@@ -200,6 +223,16 @@ enum cli_parse_result cli_session_finish_args(struct cli_session *a, const char 
 	if (a->json && strcmp(a->output, "-") == 0) {
 		cli_error("%s: --json and -o - would both write to standard output; "
 			  "give the profile a file name", cmd);
+		return CLI_PARSE_ERROR;
+	}
+	if (a->source == SAMPLER_SOURCE_PERF && a->mode == SAMPLER_WALL) {
+		cli_error("%s: --source perf samples running threads only; wall mode needs "
+			  "--source ptrace (or auto)", cmd);
+		return CLI_PARSE_ERROR;
+	}
+	if (a->source == SAMPLER_SOURCE_PERF && a->stop == SAMPLER_STOP_PROCESS) {
+		cli_error("%s: --source perf stops no thread; --stop process needs --source ptrace",
+			  cmd);
 		return CLI_PARSE_ERROR;
 	}
 	return CLI_PARSE_OK;

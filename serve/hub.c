@@ -57,7 +57,9 @@ struct hub {
 	X(tracer.interrupts_expired) X(tracer.group_stops) X(tracer.execs)	\
 	X(copies_full) X(copies_short) X(copies_short_ran_out)		\
 	X(unwinds_reused) X(tracer.spins) X(tracer.spins_paid)		\
-	X(tracer.sched_rt_ns) X(tracer.sched_switches)
+	X(tracer.sched_rt_ns) X(tracer.sched_switches)			\
+	X(perf_threads) X(perf_fallbacks) X(perf_lost) X(perf_throttled)	\
+	X(perf_drains)
 
 /* The same for the arrays of counters, each applied as X(array, length). */
 #define HUB_COUNTER_ARRAYS(X)						\
@@ -329,8 +331,10 @@ static int sample_session(struct hub *h, enum sampler_mode mode, struct sampler 
 		.pid = h->o.pid,
 		.hz = h->o.hz,
 		.stack_size = h->o.stack_size,
+		.perf_stack_size = h->o.perf_stack_size,
 		.mode = mode,
 		.stop = h->o.stop,
+		.source = h->o.source,
 		.after_attach = on_attached,
 		.after_attach_arg = h,
 		.progress = on_progress,

@@ -16,6 +16,7 @@
 #include "lib/random.h"
 #include "process/maps.h"
 #include "process/procfs.h"
+#include "unwind/perf_thread.h"
 #include "unwind/procs.h"
 #include "unwind/sampler.h"
 #include "unwind/sigframe.h"
@@ -67,6 +68,18 @@
 /* The adaptive stack copy (see copy_limit): bytes copied beyond the
  * highest stack address a thread's walks needed. */
 #define COPY_MARGIN 512u
+/* perf source: a thread's ring holds this many samples at least, and is
+ * emptied after a quarter of them at most (gaps go down to half a period:
+ * see period_fraction), so it does not fill between two ticks. */
+#define PERF_RING_RECORDS 16u
+/* ... and the memory of all the rings, locked by the kernel, stays under
+ * this: past it, auto sampling uses stops (sampler_stats.perf_refused). */
+#define PERF_RING_BUDGET (64ull << 20)
+/* The stack each perf sample carries, unless --stack-size asks for less:
+ * the kernel copies it at every sample, in the thread's time. */
+#define PERF_STACK_DEFAULT (16u << 10)
+/* The longest wait between two emptyings of the rings. */
+#define PERF_DRAIN_MAX_NS 50000000ull
 
 struct label {
 	pid_t tid;
@@ -87,6 +100,8 @@ struct samp_thread {
 	uint64_t stack_top;		/* the highest stack address its walks needed; 0: unknown */
 	uint32_t label;
 	struct samp_proc *proc;
+	struct perf_thread *perf;	/* perf source: its event; NULL: sampled by stops */
+	bool perf_grow;			/* a walk ran off its samples' copy: see perf_grow */
 	bool primed;
 	bool have_last;			/* wall: last_frames hold its stack */
 	uint32_t last_entry;		/* wall: its entry in the stacks, 0: unknown */
@@ -131,6 +146,14 @@ struct sampler {
 	size_t wall_visited;	/* wall: threads this tick read */
 	bool read_all;		/* the next tick reads every thread (the last one) */
 	bool root_execed;	/* the root process execed (see sampler_opts.from_exec) */
+	/* perf source (see perf_start): threads have events while perf_on;
+	 * n_unperf of them could not have one and are sampled by stops. */
+	bool perf_on;
+	bool perf_check_go;	/* a process is new or execed: see perf_check */
+	size_t perf_stack;	/* bytes of stack a sample carries, at first */
+	size_t perf_stack_max;	/* ... once a walk ran off the first (perf_grow) */
+	uint64_t perf_ring_total;	/* bytes of all the rings */
+	size_t n_unperf;
 	struct sampler_stats stats;
 };
 
@@ -201,6 +224,9 @@ static int refresh_maps(struct samp_proc *p)
 	return procs_refresh(p, cprof_now_ns());
 }
 
+static int perf_open_thread(struct sampler *s, struct tracer_thread *th, size_t stack);
+static void perf_close_thread(struct sampler *s, struct tracer_thread *th, bool keep);
+
 static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared, void *arg)
 {
 	struct sampler *s = arg;
@@ -210,6 +236,10 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 
 	if (!appeared) {
 		if (st) {
+			if (s->perf_on && !st->perf && s->n_unperf)
+				s->n_unperf--;
+			/* Its samples until it went are still samples. */
+			perf_close_thread(s, th, true);
 			if (st->proc && --st->proc->n_threads == 0) {
 				/* Released after the copies waiting are unwound. */
 				st->proc->gone = true;
@@ -245,6 +275,12 @@ static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared,
 		st->label = add_label(s, th->tid, comm, st->proc);
 	else
 		st->label = add_label(s, th->tid, "", st->proc);
+	/* Born during a perf session: an event of its own, before it runs
+	 * (a thread reported here is in its first stop). */
+	if (s->perf_on && perf_open_thread(s, th, s->perf_stack) < 0) {
+		s->n_unperf++;
+		s->stats.perf_fallbacks++;
+	}
 }
 
 static struct snap *next_snap(struct sampler *s)
@@ -317,7 +353,9 @@ static void learn_copy(struct sampler *s, const struct snap *sn, enum remote_end
 		 * sample, which ends [truncated] (or at its thread's start
 		 * function, see remote_ran_off_copy); the next copy is full. */
 		s->stats.copies_short_ran_out++;
-		if (st)
+		if (st && sn->unstopped)
+			st->perf_grow = true;
+		else if (st)
 			st->stack_top = 0;
 		return;
 	} else {
@@ -333,6 +371,330 @@ static void learn_copy(struct sampler *s, const struct snap *sn, enum remote_end
 static bool before_exec(const struct sampler *s, const struct samp_proc *p)
 {
 	return s->o.from_exec && !s->root_execed && p == s->procs[0];
+}
+
+/*
+ * The perf source.  perf_start gives every thread a task-clock event; a
+ * tick takes the samples out of the rings (perf_drain) into s->snaps,
+ * which are unwound as a stop's copies are.  Nothing stops a thread, so
+ * none of the stop's guarantees is at stake (signals, EINTR, job
+ * control); the tracer still follows threads, forks and execs.  When the
+ * session ends, or goes on at stops (perf_to_stops), perf_handoff closes
+ * the events and hands each thread's CPU time since its last sample to
+ * the stop path, which charges it where the thread is: the accounting
+ * stays exact.
+ */
+
+/* A gap to the thread's next sample, in its CPU time (period_fraction). */
+static uint64_t perf_gap(struct sampler *s);
+
+/* The ring for samples of stack bytes: PERF_RING_RECORDS of them at least. */
+static size_t perf_ring_for(size_t stack)
+{
+	size_t want = perf_thread_record_size(stack) * PERF_RING_RECORDS, ring = 4096;
+
+	while (ring < want)
+		ring *= 2;
+	return ring;
+}
+
+/* Takes th's samples out of its ring into s->snaps; keep: false drops
+ * them (taken before an exec: of the old image).  Returns 0 or -ENOMEM. */
+static int perf_take(struct sampler *s, struct tracer_thread *th, bool keep)
+{
+	struct samp_thread *st = th->user;
+	size_t taken = 0;
+	struct snap *sn;
+	int r;
+
+	while (perf_thread_pending(st->perf)) {
+		sn = next_snap(s);
+		if (!sn)
+			return -ENOMEM;
+		r = perf_thread_next(st->perf, sn);
+		if (r == 2) {
+			pid_t tid;
+			const char *comm = perf_thread_comm(st->perf, &tid);
+			struct tracer_thread *named = tid == th->tid ? th :
+						      tracer_find_thread(s->tracer, tid);
+
+			if (named && named->user)
+				update_label(s, named, comm);
+			continue;
+		}
+		if (r <= 0)
+			break;
+		/* Before the exec: not yet the program, its CPU not counted. */
+		if (!keep || before_exec(s, st->proc))
+			continue;
+		if (!st->proc->ready) {
+			if (refresh_maps(st->proc) < 0)
+				continue;
+			s->perf_check_go = true;
+		}
+		sn->tid = th->tid;
+		sn->key = st->label;
+		sn->sp_unmapped = !proc_maps_find(&st->proc->maps, snap_sp(sn));
+		s->n_snaps++;
+		taken++;
+	}
+	if (taken) {
+		/* Gaps drawn anew, as the ticks' are: a fixed period would
+		 * sample in lockstep with work that repeats at it. */
+		perf_thread_set_period(st->perf, perf_gap(s));
+	}
+	return 0;
+}
+
+/* Gives th an event whose samples carry stack bytes.  Returns 0 or -errno. */
+static int perf_open_thread(struct sampler *s, struct tracer_thread *th, size_t stack)
+{
+	struct samp_thread *st = th->user;
+	size_t ring = perf_ring_for(stack);
+	int r;
+
+	r = perf_thread_open(&st->perf, th->tid, perf_gap(s), stack, ring);
+	if (r < 0) {
+		st->perf = NULL;
+		return r;
+	}
+	s->perf_ring_total += ring;
+	s->stats.perf_threads++;
+	return 0;
+}
+
+static void perf_close_thread(struct sampler *s, struct tracer_thread *th, bool keep)
+{
+	struct samp_thread *st = th->user;
+
+	if (!st || !st->perf)
+		return;
+	if (perf_take(s, th, keep) < 0)
+		s->error = -ENOMEM;
+	s->stats.perf_lost += perf_thread_lost(st->perf);
+	s->stats.perf_throttled += perf_thread_throttled(st->perf);
+	s->perf_ring_total -= perf_ring_for(perf_thread_stack_size(st->perf));
+	perf_thread_close(st->perf);
+	st->perf = NULL;
+}
+
+/*
+ * A walk of th's sample ran off its copy: the stack goes deeper than the
+ * first size (PERF_STACK_DEFAULT, cheap for the kernel to copy at every
+ * sample).  Its event is replaced by one carrying the largest copy
+ * (perf_stack_max), as the memory budget allows; the samples the old
+ * ring still holds are taken first, and the CPU time it had not sampled
+ * yet is carried over.
+ */
+static void perf_grow(struct sampler *s, struct tracer_thread *th)
+{
+	struct samp_thread *st = th->user;
+	struct perf_thread *old = st->perf;
+	size_t ring = perf_ring_for(s->perf_stack_max);
+	uint64_t owed = 0;
+
+	st->perf_grow = false;
+	if (!old || perf_thread_stack_size(old) >= s->perf_stack_max ||
+	    s->perf_ring_total + ring > PERF_RING_BUDGET)
+		return;
+	if (perf_take(s, th, true) < 0 || perf_thread_unsampled(old, &owed) < 0)
+		return;
+	if (perf_open_thread(s, th, s->perf_stack_max) < 0) {
+		st->perf = old;
+		return;
+	}
+	perf_thread_carry(st->perf, owed);
+	s->stats.perf_lost += perf_thread_lost(old);
+	s->stats.perf_throttled += perf_thread_throttled(old);
+	s->perf_ring_total -= perf_ring_for(perf_thread_stack_size(old));
+	perf_thread_close(old);
+}
+
+/* The threads perf_grow was asked for, once their samples are unwound. */
+static void perf_grow_all(struct sampler *s)
+{
+	size_t i, n = tracer_thread_count(s->tracer);
+
+	for (i = 0; s->perf_on && i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+		struct samp_thread *st = th->user;
+
+		if (st && st->perf_grow)
+			perf_grow(s, th);
+	}
+}
+
+/* Every thread's samples so far into s->snaps. */
+static int perf_drain(struct sampler *s)
+{
+	size_t i, n = tracer_thread_count(s->tracer);
+	int r;
+
+	s->stats.perf_drains++;
+	for (i = 0; i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+		struct samp_thread *st = th->user;
+
+		if (st && st->perf) {
+			r = perf_take(s, th, true);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Whether process p runs Go code (see SAMPLER_PERF_GO). */
+static bool runs_go(const struct samp_proc *p)
+{
+	size_t i, n = proc_modules_count(p->mods);
+
+	for (i = 1; i <= n; i++) {
+		const struct proc_module *m = proc_modules_get(p->mods, (uint32_t)i);
+
+		if (m && m->mapped && m->go_build_id)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Before the session's last tick, or to go on at stops: every thread's
+ * samples taken, its event closed, and its CPU time since its last sample
+ * handed to the stop path (as the schedstat baseline it charges from).
+ * The next tick interrupts the threads that run, and reads the blocked
+ * ones in place.
+ */
+static int perf_handoff(struct sampler *s)
+{
+	size_t i, n = tracer_thread_count(s->tracer);
+	struct procfs_sched sc;
+	uint64_t owed;
+	int r;
+
+	if (!s->perf_on)
+		return 0;
+	r = perf_drain(s);
+	for (i = 0; i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+		struct samp_thread *st = th->user;
+
+		if (!st || !st->perf)
+			continue;
+		if (perf_thread_unsampled(st->perf, &owed) == 0 &&
+		    procfs_task_sched(tracer_fds(s->tracer), &th->task, &sc) == 0) {
+			st->sampled_run_ns = sc.run_ns > owed ? sc.run_ns - owed : 0;
+			st->read_run_ns = st->sampled_run_ns;
+			st->primed = true;
+		}
+		perf_close_thread(s, th, true);
+	}
+	s->perf_on = false;
+	s->n_unperf = 0;
+	return r;
+}
+
+/* With SAMPLER_SOURCE_AUTO, a process of the session turned out to run Go
+ * (at attach, after an exec, or new): the session goes on at stops. */
+static int perf_check(struct sampler *s)
+{
+	size_t i;
+
+	s->perf_check_go = false;
+	if (s->o.source != SAMPLER_SOURCE_AUTO)
+		return 0;
+	for (i = 0; i < s->n_procs; i++) {
+		struct samp_proc *p = s->procs[i];
+
+		if (p->gone || !p->ready || before_exec(s, p) || !runs_go(p))
+			continue;
+		s->stats.perf_refused = SAMPLER_PERF_GO;
+		return perf_handoff(s);
+	}
+	return 0;
+}
+
+/* Memory and stack sizes for the perf source. */
+static void perf_sizes(struct sampler *s)
+{
+	size_t stack = s->o.perf_stack_size ? s->o.perf_stack_size : s->o.stack_size;
+
+	if (stack > PERF_THREAD_STACK_MAX)
+		stack = PERF_THREAD_STACK_MAX;
+	s->perf_stack_max = stack & ~(size_t)7;
+	/* First the small copy, unless a size was asked for. */
+	s->perf_stack = s->o.perf_stack_size || s->perf_stack_max < PERF_STACK_DEFAULT ?
+			s->perf_stack_max : PERF_STACK_DEFAULT;
+	s->stats.perf_stack = s->perf_stack;
+}
+
+/*
+ * Right after attach: the perf source when asked for and possible.  With
+ * SAMPLER_SOURCE_AUTO a refusal (perf events not permitted or not there,
+ * more threads than the rings' budget, a deeper copy asked for than a
+ * sample carries, Go code) is no error: the session samples at stops, and
+ * stats.perf_refused says why.  A thread whose event cannot be opened
+ * while others' could is sampled at stops (perf_fallbacks).  Returns 0
+ * or, with SAMPLER_SOURCE_PERF, -errno.
+ */
+static int perf_start(struct sampler *s)
+{
+	size_t i, n = tracer_thread_count(s->tracer), opened = 0;
+	bool auto_ = s->o.source == SAMPLER_SOURCE_AUTO;
+	int r = 0, first = 0;
+
+	s->stats.source = SAMPLER_SOURCE_PTRACE;
+	if (s->o.source == SAMPLER_SOURCE_PTRACE || s->o.mode != SAMPLER_CPU ||
+	    s->o.stop != SAMPLER_STOP_THREAD)
+		return 0;
+	perf_sizes(s);
+	if (auto_ && s->o.perf_stack_size > PERF_THREAD_STACK_MAX) {
+		s->stats.perf_refused = SAMPLER_PERF_STACK;
+		return 0;
+	}
+	if (auto_ && (uint64_t)n * perf_ring_for(s->perf_stack) > PERF_RING_BUDGET) {
+		s->stats.perf_refused = SAMPLER_PERF_THREADS;
+		return 0;
+	}
+	if (auto_ && !before_exec(s, s->procs[0]) && runs_go(s->procs[0])) {
+		s->stats.perf_refused = SAMPLER_PERF_GO;
+		return 0;
+	}
+	r = perf_thread_probe();
+	if (r < 0)
+		goto refused;
+	s->perf_on = true;
+	for (i = 0; i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+
+		if (!th->user)
+			continue;
+		r = perf_open_thread(s, th, s->perf_stack);
+		if (r == 0) {
+			opened++;
+		} else if (r != -ESRCH && r != -ENOENT) {
+			/* (a thread gone meanwhile is not refused) */
+			if (!first)
+				first = r;
+			s->n_unperf++;
+			s->stats.perf_fallbacks++;
+		}
+	}
+	if (opened) {
+		s->stats.source = SAMPLER_SOURCE_PERF;
+		return 0;
+	}
+	r = first ? first : -ESRCH;
+	for (i = 0; i < n; i++)
+		perf_close_thread(s, tracer_thread_at(s->tracer, i), false);
+	s->perf_on = false;
+	s->n_unperf = 0;
+	s->stats.perf_fallbacks = 0;
+	s->stats.perf_threads = 0;
+refused:
+	s->stats.perf_refused = SAMPLER_PERF_ERRNO;
+	s->stats.perf_errno = r;
+	return auto_ ? 0 : r;
 }
 
 /*
@@ -390,6 +752,7 @@ static bool on_stop(struct tracer *t, struct tracer_thread *th, bool group_stopp
 	if (th->last_signal && sigframe_leave_handler(sn, p->pid, th->last_signal, &p->maps))
 		s->stats.samples_signal_entry++;
 	sn->own_maps = false;
+	sn->unstopped = false;
 	if (procs_pc_unknown(p, sn->regs.rip) && read_stop_maps(p) == 0) {
 		/* Still stopped: a library mapped for a moment (dlopen and
 		 * dlclose in a loop) is in the maps now and may be gone once
@@ -417,6 +780,16 @@ static void on_exec(struct tracer *t, pid_t pid, void *arg)
 	struct samp_proc *p = proc_of(s, pid);
 	size_t i, n = tracer_thread_count(t);
 
+	/* Samples the kernel took before the exec are of the old image; the
+	 * new one may be Go (perf_check). */
+	s->perf_check_go = s->perf_on;
+	for (i = 0; s->perf_on && i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(t, i);
+		struct samp_thread *st = th->user;
+
+		if (st && st->proc == p && st->perf && perf_take(s, th, false) < 0)
+			s->error = -ENOMEM;
+	}
 	if (p)
 		procs_exec(p, cprof_now_ns());
 	if (p == s->procs[0])
@@ -606,6 +979,7 @@ static int process_snap(struct sampler *s, size_t i)
 	if (!n)
 		return 0;
 	s->stats.ends[end]++;
+	s->stats.samples_unstopped += sn->unstopped;
 	remember(s, tracer_find_thread(s->tracer, sn->tid), s->frames, n);
 	return add_sample(s, sn->key, s->frames, n, sn->cpu_ns, NULL);
 }
@@ -1015,6 +1389,18 @@ static size_t choose(struct sampler *s, size_t n)
 	s->tick_ns = now;
 	if (s->o.mode == SAMPLER_WALL)
 		return choose_wall(s, n);
+	if (s->perf_on) {
+		/* Only the threads perf events could not take (few): each
+		 * tick reads them all. */
+		for (i = 0; i < n; i++) {
+			struct tracer_thread *th = thread_at(s, i);
+			struct samp_thread *st = th ? th->user : NULL;
+
+			if (st && !st->perf && wants_stop(s, th))
+				s->pick[chosen++] = th->tid;
+		}
+		return chosen;
+	}
 
 	all = s->read_all || now - s->cold_read_ns >= COLD_MAX_NS;
 	/* A full read sets a new baseline: the clock is read with it. */
@@ -1072,6 +1458,22 @@ static int tick(struct sampler *s)
 		s->cap_pick = n;
 	}
 	tracer_expire_interrupts(s->tracer, EXPIRE_NS);
+	if (s->read_all) {
+		r = perf_handoff(s);
+		if (r < 0)
+			return r;
+	} else if (s->perf_on) {
+		r = perf_drain(s);
+		if (r == 0 && s->perf_check_go)
+			r = perf_check(s);
+		if (r < 0)
+			return r;
+		if (s->perf_on && !s->n_unperf) {
+			r = process_snaps(s);
+			perf_grow_all(s);
+			return r < 0 ? r : s->error;
+		}
+	}
 	/* Choose first, then stop.  By tid, not by pointer: a thread that
 	 * exits while we wait for another's stop is freed by the tracer. */
 	chosen = choose(s, n);
@@ -1112,6 +1514,11 @@ static int tick(struct sampler *s)
 	if (s->o.mode == SAMPLER_WALL && !s->read_all)
 		adapt_wall_cap(s, n, cprof_thread_cpu_ns() - cpu0);
 	return r < 0 ? r : s->error;
+}
+
+int sampler_perf_probe(void)
+{
+	return perf_thread_probe();
 }
 
 int sampler_create(struct sampler **out, const struct sampler_opts *o)
@@ -1190,6 +1597,10 @@ static int session_start(struct sampler *s)
 	ret = refresh_maps(s->procs[0]);
 	if (ret < 0)
 		return ret;
+	s->rng ^= cprof_now_ns() ^ ((uint64_t)getpid() << 32);
+	ret = perf_start(s);
+	if (ret < 0)
+		return ret;
 	if (s->o.after_attach)
 		s->o.after_attach(s->o.after_attach_arg);
 	return 0;
@@ -1229,9 +1640,29 @@ static uint64_t period_fraction(struct sampler *s)
 	return cprof_rand_below(&s->rng, s->period_ns);
 }
 
+/*
+ * The perf source's ticks only empty the rings: as seldom as the rings
+ * allow (PERF_RING_RECORDS), at most PERF_DRAIN_MAX_NS apart, and never
+ * more often than the sampling period.
+ */
+static uint64_t perf_drain_period(const struct sampler *s)
+{
+	uint64_t fit = perf_ring_for(s->perf_stack) / perf_thread_record_size(s->perf_stack);
+	uint64_t ns = s->period_ns * fit / 4;
+
+	if (ns > PERF_DRAIN_MAX_NS)
+		ns = PERF_DRAIN_MAX_NS;
+	return ns > s->period_ns ? ns : s->period_ns;
+}
+
+static uint64_t perf_gap(struct sampler *s)
+{
+	return s->period_ns / 2 + period_fraction(s);
+}
+
 static int session_loop(struct sampler *s)
 {
-	uint64_t period = s->period_ns;
+	uint64_t period;
 	uint64_t start = cprof_now_ns(), next, now, wait;
 	uint64_t deadline = s->o.duration_ns ? start + s->o.duration_ns : UINT64_MAX;
 	/* the first report after one interval: at 0 s there is nothing to say,
@@ -1252,6 +1683,8 @@ static int session_loop(struct sampler *s)
 	s->rng ^= start ^ ((uint64_t)getpid() << 32);
 	next = start + period_fraction(s);	/* a uniform first phase */
 	for (;;) {
+		/* (perf_check may end the perf source on the way) */
+		period = s->perf_on ? perf_drain_period(s) : s->period_ns;
 		now = cprof_now_ns();
 		if (now >= deadline)
 			break;
@@ -1265,7 +1698,7 @@ static int session_loop(struct sampler *s)
 			if (r < 0)
 				break;
 			s->stats.ticks++;
-			next += period / 2 + period_fraction(s);
+			next += s->perf_on ? period : period / 2 + period_fraction(s);
 			now = cprof_now_ns();
 			if (next <= now) {
 				uint64_t behind = (now - next) / period + 1;
@@ -1325,6 +1758,11 @@ static int session_main(struct tracer *t, void *arg)
 	ret = session_start(s);
 	if (ret == 0)
 		ret = session_loop(s);
+	/* Not handed off (the target went, or an error): the samples the
+	 * rings hold are still samples. */
+	for (size_t i = 0; s->perf_on && i < tracer_thread_count(t); i++)
+		perf_close_thread(s, tracer_thread_at(t, i), true);
+	s->perf_on = false;
 	/* Stops that arrived after the last tick are still samples. */
 	tracer_poll(t, 0);
 	s->tracer = NULL;

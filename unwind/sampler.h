@@ -8,6 +8,11 @@
  * CPU time the thread used since its previous sample.  Blocked threads are
  * never interrupted, so their system calls never see EINTR because of cprof.
  *
+ * cpu mode through perf events (sampler_source): no thread is stopped.
+ * Each thread has a task-clock event whose samples carry its registers and
+ * the top of its stack, copied by the kernel (unwind/perf_thread.h); the
+ * ticks only take them out of the rings and unwind them.
+ *
  * wall mode: every thread at every tick.  A thread that has not run since
  * its last capture has the same stack, which is reused; a blocked one is
  * read without a stop (SP and PC from /proc/PID/task/TID/syscall) and only
@@ -36,6 +41,27 @@ enum sampler_stop {
 	SAMPLER_STOP_PROCESS,	/* the sampled threads held together: one instant */
 };
 
+/* Who takes a cpu-mode sample's registers and stack copy. */
+enum sampler_source {
+	SAMPLER_SOURCE_PTRACE,	/* cprof, at a ptrace stop it asks for */
+	SAMPLER_SOURCE_PERF,	/* the kernel, at a timer interrupt: no stop */
+	/* perf when perf events work here and the rings fit the thread
+	 * count (cpu mode, --stop thread); ptrace otherwise */
+	SAMPLER_SOURCE_AUTO,
+};
+
+/* Why SAMPLER_SOURCE_AUTO sampled at stops, or stopped using perf events. */
+enum sampler_perf_refusal {
+	SAMPLER_PERF_USED,	/* not refused (or not asked for) */
+	SAMPLER_PERF_ERRNO,	/* perf_event_open or mmap failed: perf_errno */
+	SAMPLER_PERF_THREADS,	/* more threads than the rings' memory budget */
+	SAMPLER_PERF_STACK,	/* a larger stack copy asked for than a sample can carry */
+	/* Go code runs on more than one stack per thread (g0 and signal
+	 * stacks, goroutine stacks): a copy from SP cannot follow the walk
+	 * across the switch, which a stop can (remote memory at the stop). */
+	SAMPLER_PERF_GO,
+};
+
 struct sampler_stats;
 
 struct sampler_opts {
@@ -43,9 +69,13 @@ struct sampler_opts {
 	unsigned hz;		/* ticks per second, 1..1000 */
 	uint64_t duration_ns;	/* 0: until a stop signal or the target's exit */
 	size_t stack_size;	/* bytes of stack copied per sample */
+	/* perf source: bytes of stack each sample carries, copied by the
+	 * kernel in the thread's time; 0: 16 KiB, or stack_size if less */
+	size_t perf_stack_size;
 	size_t max_frames;
 	enum sampler_mode mode;
 	enum sampler_stop stop;
+	enum sampler_source source;
 	/* TRACER_FOLLOW, TRACER_DESCENDANTS: the processes of pid's tree
 	 * sampled too (see tracer_run_tree); 0: pid alone. */
 	unsigned tracer_flags;
@@ -80,7 +110,7 @@ struct sampler_stats {
 	uint64_t ticks_missed;	/* ticks skipped because cprof fell behind */
 	uint64_t samples;
 	uint64_t samples_reused; /* wall mode: stack unchanged, capture reused */
-	uint64_t samples_unstopped; /* wall mode: read while blocked, no stop */
+	uint64_t samples_unstopped; /* taken without a stop: wall mode reads of blocked threads, perf samples */
 	/* Stopped at a signal handler's first instruction, the signal having
 	 * come between the interrupt and its stop: taken in the code the
 	 * signal interrupted (sigframe_leave_handler). */
@@ -105,6 +135,18 @@ struct sampler_stats {
 	uint64_t start_realtime_ns;
 	uint64_t elapsed_ns;
 	uint64_t cprof_cpu_ns;	/* CPU time of the sampling thread */
+	/* The source used (PTRACE or PERF; PERF when any sample came from
+	 * it); with AUTO asked, why perf events were not used, or stopped
+	 * being used (the session then went on at stops). */
+	enum sampler_source source;
+	enum sampler_perf_refusal perf_refused;
+	int perf_errno;			/* SAMPLER_PERF_ERRNO: -errno */
+	uint64_t perf_threads;		/* threads given a perf event */
+	uint64_t perf_fallbacks;	/* ... that could not have one: sampled by stops */
+	uint64_t perf_lost;		/* samples the kernel dropped, its ring full */
+	uint64_t perf_throttled;	/* times the kernel throttled a thread's samples */
+	uint64_t perf_drains;		/* ticks that took samples out of the rings */
+	size_t perf_stack;		/* bytes of stack a perf sample carries */
 	struct tracer_stats tracer;
 	bool attached;
 	bool boosted;		/* the sampling thread runs at raised priority */
@@ -113,6 +155,10 @@ struct sampler_stats {
 };
 
 struct sampler;
+
+/* Whether SAMPLER_SOURCE_PERF can work here (perf events on other
+ * processes, with registers and stack): 0 or -errno. */
+int sampler_perf_probe(void);
 
 /* Returns 0 or -errno. */
 int sampler_create(struct sampler **out, const struct sampler_opts *o);

@@ -35,6 +35,7 @@ struct snap {
 	uint64_t cpu_ns;	/* CPU time the thread used since its previous sample */
 	uint32_t key;		/* the caller's tag (the sampler's thread label) */
 	bool own_maps;		/* the caller's: maps were read at this stop */
+	bool unstopped;		/* the caller's: copied without a stop (the kernel's) */
 };
 
 /* Allocates a snapshot able to hold cap bytes of stack.  Returns 0 or -ENOMEM. */
