@@ -609,6 +609,8 @@ static int perf_check(struct sampler *s)
 		if (p->gone || !p->ready || before_exec(s, p) || !runs_go(p))
 			continue;
 		s->stats.perf_refused = SAMPLER_PERF_GO;
+		/* (the samples taken so far were perf's: samples_unstopped) */
+		s->stats.source = SAMPLER_SOURCE_PTRACE;
 		return perf_handoff(s);
 	}
 	return 0;
@@ -794,6 +796,12 @@ static void on_exec(struct tracer *t, pid_t pid, void *arg)
 		procs_exec(p, cprof_now_ns());
 	if (p == s->procs[0])
 		s->root_execed = true;
+	/* A Go program: at stops from its first instruction (perf_check). */
+	if (p && s->perf_on && s->o.source == SAMPLER_SOURCE_AUTO && runs_go(p)) {
+		s->perf_check_go = true;
+		if (perf_check(s) < 0)
+			s->error = -ENOMEM;
+	}
 	/* Stacks kept for reuse belong to the old image. */
 	for (i = 0; i < n; i++) {
 		struct samp_thread *st = tracer_thread_at(t, i)->user;

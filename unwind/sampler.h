@@ -135,9 +135,10 @@ struct sampler_stats {
 	uint64_t start_realtime_ns;
 	uint64_t elapsed_ns;
 	uint64_t cprof_cpu_ns;	/* CPU time of the sampling thread */
-	/* The source used (PTRACE or PERF; PERF when any sample came from
-	 * it); with AUTO asked, why perf events were not used, or stopped
-	 * being used (the session then went on at stops). */
+	/* The source the session ended with (PTRACE or PERF: a switch to
+	 * stops leaves the samples taken before it counted in
+	 * samples_unstopped); with AUTO asked, why perf events were not used,
+	 * or stopped being used (the session then went on at stops). */
 	enum sampler_source source;
 	enum sampler_perf_refusal perf_refused;
 	int perf_errno;			/* SAMPLER_PERF_ERRNO: -errno */
