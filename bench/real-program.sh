@@ -15,6 +15,8 @@
 # attached for REAL_SECS (default 3) after a 1 s start, interleaved and
 # rotated from run to run:
 #   cprof 100, cprof 1000     BUILDDIR's cprof attach -F 100 / -F 1000 --json
+#                             (the default source: perf events where permitted)
+#   stops 100, stops 1000     the same with --source ptrace (samples at stops)
 #   base 100, base 1000       BASEDIR's, when given
 # Per variant, the medians over runs of: cprof's CPU per sample (its
 # sampling thread's CPU time, attach and the first lookups included, over
@@ -55,27 +57,28 @@ fi
 
 # run_variant VARIANT: one run on a fresh xz; appends a line to $WORK/runs.
 run_variant() {
-	local v=$1 bin hz
+	local v=$1 bin hz extra=()
 	bin=$BUILD/cprof
 	[ "${v%% *}" = base ] && bin=$BASE/cprof
+	[ "${v%% *}" = stops ] && extra=(--source ptrace)
 	hz=${v#* }
 	xz -9 -T1 -c "$WORK/data" >/dev/null 2>"$WORK/xz.err" &
 	TPID=$!
 	sleep 1
 	kill -0 "$TPID" 2>/dev/null || die "xz ended within 1 s (give more data: REAL_MIB): $(cat "$WORK/xz.err")"
-	"$bin" attach -p "$TPID" -d "${SECS}s" -F "$hz" --json -q -o "$WORK/p.pb.gz" \
+	"$bin" attach -p "$TPID" -d "${SECS}s" -F "$hz" "${extra[@]}" --json -q -o "$WORK/p.pb.gz" \
 		>"$WORK/out" 2>"$WORK/err" </dev/null ||
 		die "$v: cprof attach failed: $(head -c 500 "$WORK/err")"
 	kill -0 "$TPID" 2>/dev/null || die "xz ended during $v: make REAL_MIB larger than $MIB"
 	stop_target
 	python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
 c = d.get("stack_copies", {})
-print(sys.argv[2].replace(" ", "-"), d["cprof_cpu_ns"], d["samples"], d["stop_ns"]["p50"], d["stop_ns"]["p99"],
+print(sys.argv[2].replace(" ", "-") + ("/" + d["source"] if "source" in d else ""), d["cprof_cpu_ns"], d["samples"], d["stop_ns"]["p50"], d["stop_ns"]["p99"],
       d["ticks_missed"], d.get("unwinds_reused", -1), c.get("short", -1), c.get("short_ran_out", -1))' \
 		"$WORK/out" "$v" >>"$WORK/runs" || die "cannot read cprof --json: $(head -c 300 "$WORK/out")"
 }
 
-VS=("cprof 100" "cprof 1000")
+VS=("cprof 100" "cprof 1000" "stops 100" "stops 1000")
 [ -n "$BASE" ] && VS+=("base 100" "base 1000")
 : >"$WORK/runs"
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -100,12 +103,11 @@ data = {}
 for line in open(sys.argv[1]):
     f = line.split()
     data.setdefault(f[0], []).append([int(x) for x in f[1:]])
-fmt = "%-11s %4s %9s %18s %12s %14s %9s %10s %10s"
+fmt = "%-18s %4s %9s %18s %12s %14s %9s %10s %10s"
 print(fmt % ("variant", "runs", "samples", "cpu us/sample", "stop p50 us", "stop p99 us", "missed",
              "reused %", "short %"))
-for v in ("cprof-100", "base-100", "cprof-1000", "base-1000"):
-    if v not in data:
-        continue
+keys = sorted(data, key=lambda k: (int(k.split("-")[1].split("/")[0]), k))
+for v in keys:
     rows = data[v]
     per = [r[0] / 1e3 / r[1] for r in rows if r[1]]
     reused = [100.0 * r[5] / r[1] for r in rows if r[1] and r[5] >= 0]
@@ -115,8 +117,9 @@ for v in ("cprof-100", "base-100", "cprof-1000", "base-1000"):
                  "%.1f" % (med(r[2] for r in rows) / 1e3), "%.1f" % (med(r[3] for r in rows) / 1e3),
                  "%g" % med(r[4] for r in rows), "%.0f" % med(reused) if reused else "-",
                  "%.0f" % med(short) if short else "-"))
+first = lambda name: next((data[k] for k in keys if k.split("/")[0] == name), None)
 for hz in ("100", "1000"):
-    a, b = data.get("cprof-" + hz), data.get("base-" + hz)
+    a, b = first("cprof-" + hz), first("base-" + hz)
     if a and b:
         pa = med(r[0] / r[1] for r in a if r[1])
         pb = med(r[0] / r[1] for r in b if r[1])
@@ -125,6 +128,7 @@ print()
 print("cpu us/sample: the sampling thread's CPU time (--json cprof_cpu_ns) over the samples, attach included;")
 print("  median [min-max] over runs.  reused %: walks answered from the memo (unwinds_reused);")
 print("  short %: stack copies cut to what the thread's walks needed (stack_copies.short).")
+print("  /perf: samples taken by perf events (no stop); /ptrace: at stops (--json source).")
 PY
 [ $? -eq 0 ] || die "cannot summarise the runs"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg) (start: $LOAD0)"

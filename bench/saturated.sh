@@ -17,10 +17,12 @@
 # target, which measures its units per second over SAT_SECS (default 4)
 # after a 500 ms warm-up while the variant runs:
 #   unprofiled      nothing attached
-#   cprof normal    cprof attach -F SAT_HZ --mode cpu --sched normal (nice -10,
-#                   the policy before --sched existed)
+#   cprof normal    cprof attach -F SAT_HZ --mode cpu --source ptrace --sched normal
+#                   (samples at stops, at nice -10: the policy before --sched existed)
 #   cprof auto      the same with the default --sched auto (real-time when
 #                   permitted; the policy in force is printed)
+#   cprof perf      cprof attach --source perf (the kernel copies each sample,
+#                   no stop; the default where perf events are permitted)
 #   baseline        BASELINE_BUILDDIR/cprof attach, same options without --sched
 # SAT_RUNS rounds (default 3), the order rotated from round to round.
 # Per variant, medians over runs (min and max): the target's units/s and
@@ -129,7 +131,9 @@ attach() {
 	shift
 	local extra=()
 	case $v in
-	normal) extra=(--sched normal) ;;
+	normal) extra=(--sched normal --source ptrace) ;;
+	auto) extra=(--source ptrace) ;;
+	events) extra=(--source perf) ;;
 	base) bin=$BASE/cprof ;;
 	esac
 	"$@" "$bin" attach -p "$TPID" -d $((SECS + 2))s -F "$HZ" --mode cpu "${extra[@]}" --json -q \
@@ -244,6 +248,9 @@ EOF
 }
 
 VARIANTS=(none normal auto)
+# cprof's perf source, where perf events are permitted.
+"$BUILD/cprof" record -F 100 --source perf -q -o "$WORK/probe.pb.gz" -- true >/dev/null 2>&1 &&
+	VARIANTS+=(events)
 [ -n "$BASE" ] && VARIANTS+=(base)
 : >"$WORK/runs"
 : >"$WORK/splits"
@@ -274,12 +281,13 @@ for line in open(sys.argv[1]):
     rows.setdefault(f[0], []).append(f[1:])
 def cell(xs, fmt):
     return (fmt + " [" + fmt + "-" + fmt + "]") % (med(xs), min(xs), max(xs))
-names = {"none": "unprofiled", "normal": "cprof normal", "auto": "cprof auto", "base": "baseline"}
+names = {"none": "unprofiled", "normal": "cprof normal", "auto": "cprof auto", "events": "cprof perf",
+         "base": "baseline"}
 base_rate = med(float(r[0]) for r in rows["none"])
 hdr = "%-13s %-24s %-6s %-13s %-22s %-25s %-16s %-16s %-19s %-17s %-12s %s"
 print(hdr % ("variant", "units/s med [min-max]", "ratio", "busy CPU %", "stop p50 us", "stop p99 us",
              "at stop p50 us", "at stop p99 us", "stopped max %", "cprof CPU %", "missed %", "sched"))
-for v in ("none", "normal", "auto", "base"):
+for v in ("none", "normal", "auto", "events", "base"):
     rs = rows.get(v)
     if not rs:
         continue

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # How much work does CPU-mode profiling take from busy threads, cprof's
-# ptrace sampling against in-process SIGPROF sampling at the same rate?
+# sampling (at stops, or by perf events) against in-process SIGPROF
+# sampling and perf record at the same rate?
 #
 #   bench/throughput.sh [BUILDDIR]
 #
@@ -17,10 +18,13 @@
 # THROUGHPUT_ROUNDS rounds (default 5), interleaved and rotated from round to
 # round so that drifts in the machine's load spread over all of them:
 #   unprofiled
-#   ptrace 100/process     cprof record -F 100 --mode cpu -- ...
+#   ptrace 100/process     cprof record -F 100 --mode cpu --source ptrace --stop process -- ...
 #   ptrace 100/thread      ... --stop thread
 #   ptrace 1000/process    cprof record -F 1000 ...
 #   ptrace 1000/thread     ... --stop thread
+#   events 100             cprof record -F 100 --mode cpu --source perf -- ... (the kernel
+#                          copies each sample, no stop: auto's choice where permitted)
+#   events 1000            the same at 1000 Hz
 #   inproc 100             cprof record --inproc -F 100 ...
 #   inproc 1000            cprof record --inproc -F 1000 ...
 #   perf 100/fp            perf record -F 100 -g -- ... (frame pointers)
@@ -82,7 +86,12 @@ run_variant() {
 		;;
 	ptrace-*)
 		hz=${v#ptrace-}
-		"$CPROF" record -F "${hz%/*}" --mode cpu --stop "${hz#*/}" --json -q -o "$WORK/p.pb.gz" -- \
+		"$CPROF" record -F "${hz%/*}" --mode cpu --source ptrace --stop "${hz#*/}" --json -q \
+			-o "$WORK/p.pb.gz" -- "${TARGET[@]}" </dev/null >"$WORK/out" 2>"$WORK/err"
+		rc=$?
+		;;
+	events-*)
+		"$CPROF" record -F "${v#events-}" --mode cpu --source perf --json -q -o "$WORK/p.pb.gz" -- \
 			"${TARGET[@]}" </dev/null >"$WORK/out" 2>"$WORK/err"
 		rc=$?
 		;;
@@ -105,7 +114,7 @@ run_variant() {
 	esac
 	[ $rc -eq 0 ] || die "$v failed (exit $rc): $(head -c 500 "$WORK/err")"
 	[ -s "$WORK/rate" ] || die "$v: the target wrote no rate: $(head -c 500 "$WORK/err")"
-	if [ "${v%%-*}" = ptrace ]; then
+	if [ "${v%%-*}" = ptrace ] || [ "${v%%-*}" = events ]; then
 		python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
 print(sys.argv[2], " ".join(open(sys.argv[3]).read().split()), d["cprof_cpu_ns"], d["elapsed_ns"], d["samples"],
       d["ticks"], d["ticks_missed"], d["stop_ns"]["p50"], d["stop_ns"]["p99"], d["stopped_fraction"]["max"])' \
@@ -116,6 +125,12 @@ print(sys.argv[2], " ".join(open(sys.argv[3]).read().split()), d["cprof_cpu_ns"]
 }
 
 VS=(unprofiled ptrace-100/process ptrace-100/thread ptrace-1000/process ptrace-1000/thread inproc-100 inproc-1000)
+# cprof's perf source, where perf events are permitted (a refusal is said once).
+if "$CPROF" record -F 100 --source perf -q -o "$WORK/p.pb.gz" -- true >/dev/null 2>"$WORK/err"; then
+	VS+=(events-100 events-1000)
+else
+	echo "throughput: cprof --source perf cannot run here, its rows are left out: $(head -c 300 "$WORK/err")" >&2
+fi
 if [ "$PERF" != no ]; then
 	# perf must be able to record here: a refusal is a setup matter, said once.
 	if ! "$PERF" record -q -F 100 -g -o "$WORK/perf.data" -- true >/dev/null 2>"$WORK/err"; then
@@ -143,8 +158,9 @@ done
 python3 - "$WORK/runs" <<'EOF'
 import statistics, sys
 order = ["unprofiled", "ptrace-100/process", "ptrace-100/thread", "ptrace-1000/process",
-         "ptrace-1000/thread", "inproc-100", "inproc-1000", "perf-100/fp", "perf-100/dwarf",
-         "perf-1000/fp", "perf-1000/dwarf"]
+         "ptrace-1000/thread", "events-100", "events-1000", "inproc-100", "inproc-1000",
+         "perf-100/fp", "perf-100/dwarf", "perf-1000/fp", "perf-1000/dwarf"]
+is_cprof = lambda v: v.startswith(("ptrace-", "events-"))
 data = {}
 for line in open(sys.argv[1]):
     f = line.split()
@@ -165,7 +181,7 @@ for v in order:
         continue
     rows = data[v]
     vs = vs_c = "-"
-    if v.startswith("ptrace-"):
+    if is_cprof(v):
         ref = "inproc-" + v.split("-")[1].split("/")[0]
         if ref in loss:
             vs = "%+.2f pt" % (loss[v] - loss[ref])
@@ -184,7 +200,7 @@ print("unprofiled runs around their median (the noise floor of this run): units/
       " units/cpu-s %+.2f%% .. %+.2f%%" % (min(spread), max(spread), min(spread_c), max(spread_c)))
 print()
 for v in order:
-    if not v.startswith("ptrace-") or v not in data:
+    if not is_cprof(v) or v not in data:
         continue
     rows = data[v]
     print("%-20s per run (median): cprof CPU %.2f%% of one core, %.1f us per sample, samples %d, "
@@ -200,8 +216,8 @@ if any(v.startswith("perf-") for v in data):
     fmt2 = "%-7s %-14s %-18s %-18s"
     print(fmt2 % ("rate", "cprof", "vs perf fp", "vs perf dwarf"))
     for hz in ("100", "1000"):
-        for stop in ("process", "thread"):
-            v = "ptrace-%s/%s" % (hz, stop)
+        for stop in ("process", "thread", "events"):
+            v = "events-" + hz if stop == "events" else "ptrace-%s/%s" % (hz, stop)
             if v not in loss:
                 continue
             cols = []
@@ -209,11 +225,13 @@ if any(v.startswith("perf-") for v in data):
                 ref = "perf-%s/%s" % (hz, cg)
                 cols.append("%+.2f (%+.2f) pt" % (loss[v] - loss[ref], loss_c[v] - loss_c[ref])
                             if ref in loss else "-")
-            print(fmt2 % (hz + " Hz", "--stop " + stop, cols[0], cols[1]))
+            print(fmt2 % (hz + " Hz", "--source perf" if stop == "events" else "--stop " + stop,
+                          cols[0], cols[1]))
     print()
 print("loss %: 1 - median units/s / unprofiled median units/s (same run); positive = slower.")
 print("loss/cpu: the same per CPU second the busy threads got (ptrace stops and other jobs drop out).")
-print("vs inproc: ptrace loss minus inproc loss at the same rate, in points.")
+print("vs inproc: cprof's loss minus inproc's at the same rate, in points.")
+print("ptrace: samples taken at stops; events: by perf events (--source perf, no stop).")
 print("perf fp: perf record -g (frame pointers); perf dwarf: --call-graph dwarf (8 KiB of stack a sample).")
 print("us per sample: cprof's CPU time (--json cprof_cpu_ns) / its samples.")
 print("cpu share: busy threads' CPU time / (2 x wall): below 100, something else had their CPUs.")
