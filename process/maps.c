@@ -277,6 +277,46 @@ static bool overlaps_any(const struct proc_maps *m, const struct proc_map *x)
 	return lo < m->n && m->v[lo].start < x->end;
 }
 
+int proc_maps_add(struct proc_maps *m, const struct proc_map *e)
+{
+	struct proc_map *v;
+	size_t i, k = 0, keep = 0;
+	bool placed = false;
+	char *path;
+
+	for (i = 0; i < m->n; i++)
+		keep += m->v[i].end <= e->start || m->v[i].start >= e->end;
+	path = strdup(e->path ? e->path : "");
+	v = calloc(keep + 1, sizeof(*v));
+	if (!path || !v) {
+		free(path);
+		free(v);
+		return -ENOMEM;
+	}
+	for (i = 0; i < m->n; i++) {
+		struct proc_map *o = &m->v[i];
+
+		if (o->end > e->start && o->start < e->end) {
+			free(o->path);
+			continue;
+		}
+		if (!placed && o->start >= e->end) {
+			v[k] = *e;
+			v[k++].path = path;
+			placed = true;
+		}
+		v[k++] = *o;
+	}
+	if (!placed) {
+		v[k] = *e;
+		v[k++].path = path;
+	}
+	free(m->v);
+	m->v = v;
+	m->n = k;
+	return 0;
+}
+
 int proc_maps_merge_older(struct proc_maps *newer, const struct proc_maps *older)
 {
 	struct proc_map *v;

@@ -52,6 +52,13 @@ const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr);
 int proc_maps_merge_older(struct proc_maps *newer, const struct proc_maps *older);
 
 /*
+ * Adds a copy of e (its path copied) to m, dropping the mappings of m that
+ * overlap it: what is known of that range now.  Returns 0 or -ENOMEM (m
+ * unchanged).
+ */
+int proc_maps_add(struct proc_maps *m, const struct proc_map *e);
+
+/*
  * The mapping that holds addr, asked of the kernel with PROCMAP_QUERY (Linux
  * 6.11+) on an open /proc/PID/maps: one ioctl instead of reading the whole
  * file, cheap enough to make while a thread is stopped.  Fills start, end,

@@ -369,6 +369,40 @@ out:
 	proc_maps_free(&newer);
 }
 
+/* proc_maps_add: a mapping announced by a perf record (MMAP2) replaces
+ * what overlaps it and keeps the set sorted. */
+static void test_maps_add(void)
+{
+	static const char text[] =
+		"00400000-00452000 r-xp 00000000 08:02 11 /bin/prog\n"
+		"7f0000000000-7f0000002000 r-xp 00001000 08:02 22 /tmp/churn.so\n"
+		"7f0000008000-7f0000009000 r-xp 00000000 08:02 44 /tmp/new.so\n";
+	struct proc_map e = { .start = 0x7f0000001000, .end = 0x7f0000003000, .offset = 0x1000,
+			      .inode = 55, .perms = PROC_MAP_R | PROC_MAP_X | PROC_MAP_P,
+			      .path = (char *)"/tmp/other.so" };
+	struct proc_map first = { .start = 0x1000, .end = 0x2000, .inode = 66,
+				  .perms = PROC_MAP_X, .path = (char *)"/tmp/low.so" };
+	struct proc_maps m = { NULL, 0 };
+	const struct proc_map *f;
+
+	if (proc_maps_parse(text, sizeof(text) - 1, &m) < 0) {
+		check(false, "parse the maps for proc_maps_add");
+		return;
+	}
+	check(proc_maps_add(&m, &e) == 0 && m.n == 3,
+	      "add: the overlapped mapping dropped, the new one in (n %zu)", m.n);
+	f = proc_maps_find(&m, 0x7f0000000800);
+	check(f == NULL, "add: no part of the overlapped mapping is left");
+	f = proc_maps_find(&m, 0x7f0000002800);
+	check(f && f->inode == 55 && strcmp(f->path, "/tmp/other.so") == 0 && f->path != e.path,
+	      "add: a pc in the added mapping is found in it, its path copied");
+	check(proc_maps_add(&m, &first) == 0 && m.n == 4 && m.v[0].inode == 66,
+	      "add: a mapping below all others goes first");
+	check(m.v[0].start < m.v[1].start && m.v[1].start < m.v[2].start && m.v[2].start < m.v[3].start,
+	      "add: still sorted");
+	proc_maps_free(&m);
+}
+
 static const struct proc_module *find_module(const struct proc_modules *t, const char *path_part)
 {
 	for (uint32_t id = 1; id <= proc_modules_count(t); id++) {
@@ -780,6 +814,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	test_parse();
 	test_merge_older();
+	test_maps_add();
 	test_demangle();
 	test_perfmap();
 

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,9 @@ struct perf_thread {
 	uint64_t throttled;
 	pid_t comm_tid;		/* the last PERF_RECORD_COMM: the thread renamed */
 	char comm[16];		/* ... and its new name (TASK_COMM_LEN) */
+	pid_t map_pid;		/* the last PERF_RECORD_MMAP2: the process */
+	struct proc_map mapping;	/* ... and the mapping (path: map_path) */
+	char map_path[PATH_MAX];
 };
 
 /* -1: not known yet; 0: samples in the kernel are refused
@@ -69,6 +73,11 @@ static int open_event(pid_t tid, uint64_t period_ns, size_t stack_size, size_t r
 	/* A rename comes in the ring, in order with the samples: a thread
 	 * that names itself and exits before the ring is read keeps it. */
 	a.comm = 1;
+	/* So are the executable mappings the thread makes (dlopen), with
+	 * what identifies their file: a library mapped and unmapped between
+	 * two reads of the ring is still known for the samples taken in it. */
+	a.mmap = 1;
+	a.mmap2 = 1;
 	/* Nobody polls the ring: the reader comes on its own schedule, so the
 	 * kernel never needs to wake anyone. */
 	a.watermark = 1;
@@ -262,6 +271,52 @@ static int parse_sample(struct perf_thread *pt, uint64_t pos, uint64_t size, str
 	return 1;
 }
 
+/* A PERF_RECORD_MMAP2 into pt->mapping.  Returns 3 for a file mapping, 0 for
+ * another (anonymous code: JIT, named by its runtime's perf map). */
+static int parse_mmap2(struct perf_thread *pt, uint64_t pos, uint64_t size)
+{
+	/* after the header: pid, tid, addr, len, pgoff, maj, min, ino,
+	 * ino_generation, prot, flags, then the file name */
+	struct {
+		uint32_t pid, tid;
+		uint64_t addr, len, pgoff;
+		uint32_t maj, min;
+		uint64_t ino, ino_generation;
+		uint32_t prot, flags;
+	} r;
+	const size_t suffix = sizeof(" (deleted)") - 1;
+	size_t name_len, n;
+
+	if (size < 8 + sizeof(r) + 8)
+		return 0;
+	ring_copy(pt, pos + 8, &r, sizeof(r));
+	name_len = (size_t)size - 8 - sizeof(r);
+	n = name_len < sizeof(pt->map_path) ? name_len : sizeof(pt->map_path) - 1;
+	ring_copy(pt, pos + 8 + sizeof(r), pt->map_path, n);
+	pt->map_path[n] = '\0';
+	if (pt->map_path[0] != '/' || !r.len)
+		return 0;
+	memset(&pt->mapping, 0, sizeof(pt->mapping));
+	n = strlen(pt->map_path);
+	if (n > suffix && strcmp(pt->map_path + n - suffix, " (deleted)") == 0) {
+		pt->map_path[n - suffix] = '\0';
+		pt->mapping.deleted = true;
+	}
+	pt->map_pid = (pid_t)r.pid;
+	pt->mapping.start = r.addr;
+	pt->mapping.end = r.addr + r.len;
+	pt->mapping.offset = r.pgoff;
+	pt->mapping.inode = r.ino;
+	pt->mapping.dev_major = r.maj;
+	pt->mapping.dev_minor = r.min;
+	pt->mapping.perms = ((r.prot & PROT_READ) ? PROC_MAP_R : 0) |
+			((r.prot & PROT_WRITE) ? PROC_MAP_W : 0) |
+			((r.prot & PROT_EXEC) ? PROC_MAP_X : 0) |
+			((r.flags & MAP_PRIVATE) ? PROC_MAP_P : 0);
+	pt->mapping.path = pt->map_path;
+	return 3;
+}
+
 int perf_thread_next(struct perf_thread *pt, struct snap *sn)
 {
 	uint64_t head = __atomic_load_n(&pt->meta->data_head, __ATOMIC_ACQUIRE);
@@ -294,6 +349,9 @@ int perf_thread_next(struct perf_thread *pt, struct snap *sn)
 				ret = 2;
 			}
 			break;
+		case PERF_RECORD_MMAP2:
+			ret = parse_mmap2(pt, tail, h.size);
+			break;
 		case PERF_RECORD_LOST:
 			if (h.size >= 24)
 				pt->lost += ring_u64(pt, tail + 16);
@@ -320,6 +378,12 @@ void perf_thread_carry(struct perf_thread *pt, uint64_t ns)
 {
 	/* Unsigned: the first sample's count less this is count + ns. */
 	pt->last_count -= ns;
+}
+
+const struct proc_map *perf_thread_mapping(const struct perf_thread *pt, pid_t *pid)
+{
+	*pid = pt->map_pid;
+	return &pt->mapping;
 }
 
 const char *perf_thread_comm(const struct perf_thread *pt, pid_t *tid)

@@ -51,7 +51,8 @@ size_t perf_thread_record_size(size_t stack_size);
  * since its previous sample (or since the event was opened), samples lost
  * or not taken included.  sn's capacity must hold stack_size bytes.
  * Returns 1; 2 when the next record is a rename instead (perf_thread_comm
- * tells it; sn is untouched); 0 when the ring is empty; or -EIO (a record
+ * tells it; sn is untouched); 3 when it is an executable file mapping the
+ * thread made (perf_thread_mapping); 0 when the ring is empty; or -EIO (a record
  * the kernel did not write as documented: the ring is skipped to its end).
  */
 int perf_thread_next(struct perf_thread *pt, struct snap *sn);
@@ -66,6 +67,10 @@ void perf_thread_carry(struct perf_thread *pt, uint64_t ns);
 /* The rename perf_thread_next returned 2 for: the thread (this one, or
  * one it renamed) and its new name. */
 const char *perf_thread_comm(const struct perf_thread *pt, pid_t *tid);
+
+/* The mapping perf_thread_next returned 3 for, and its process: valid
+ * until the next call. */
+const struct proc_map *perf_thread_mapping(const struct perf_thread *pt, pid_t *pid);
 
 /* Whether the ring holds a record. */
 bool perf_thread_pending(const struct perf_thread *pt);

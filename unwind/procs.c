@@ -62,6 +62,9 @@ void procs_retire(struct samp_proc *p)
 	p->stop_maps_valid = false;
 	proc_maps_free(&p->round_maps);
 	p->round_maps_valid = false;
+	proc_maps_free(&p->announced);
+	proc_maps_free(&p->drain_maps);
+	p->drain_maps_valid = false;
 	if (p->maps_fd >= 0)
 		close(p->maps_fd);
 	p->maps_fd = -1;
@@ -100,6 +103,8 @@ void procs_exec(struct samp_proc *p, uint64_t now_ns)
 	/* maps read at stops before the exec describe the old image */
 	p->stop_maps_valid = false;
 	p->round_maps_valid = false;
+	proc_maps_free(&p->announced);
+	p->drain_maps_valid = false;
 	if (!p->mods)
 		return;
 	proc_modules_unmap_all(p->mods);
@@ -135,6 +140,13 @@ void procs_hold_stop_maps(struct samp_proc *p)
 	swap_maps(&p->round_maps, &p->stop_maps);
 	p->stop_maps_valid = false;
 	p->round_maps_valid = true;
+}
+
+void procs_use_maps(struct samp_proc *p, struct proc_maps *m)
+{
+	swap_maps(&p->maps, m);
+	proc_modules_update(p->mods, &p->maps);
+	remote_flush(p->unwinder);
 }
 
 void procs_take_round_maps(struct samp_proc *p)

@@ -27,6 +27,13 @@ struct samp_proc {
 	struct proc_maps round_maps;	/* stop_maps set aside for the round being unwound */
 	bool round_maps_valid;
 	bool stop_maps_taken;	/* this round's snapshots unwind against stop_maps */
+	/* perf source: the executable file mappings its threads made, as the
+	 * kernel announced them (PERF_RECORD_MMAP2), newest per range: what a
+	 * read of maps after the samples no longer shows (a dlclose). */
+	struct proc_maps announced;
+	struct proc_maps drain_maps;	/* ... and maps read for the samples of one drain */
+	bool drain_maps_valid;
+	uint64_t drain_maps_at;		/* that drain's number */
 	bool ready;		/* maps and modules read once (procs_refresh) */
 	bool gone;		/* no thread of it is traced any more */
 	bool owns_mods;		/* mods is a view of its own, not the store */
@@ -65,6 +72,10 @@ void procs_hold_stop_maps(struct samp_proc *p);
 
 /* Makes the maps set aside by procs_hold_stop_maps the current ones. */
 void procs_take_round_maps(struct samp_proc *p);
+
+/* Makes m p's maps (and its modules follow); m gets the ones they
+ * replace. */
+void procs_use_maps(struct samp_proc *p, struct proc_maps *m);
 
 /* Whether p's cached maps are wrong about pc (see the sampler's on_stop). */
 bool procs_pc_unknown(struct samp_proc *p, uint64_t pc);

@@ -78,6 +78,8 @@
 /* The stack each perf sample carries, unless --stack-size asks for less:
  * the kernel copies it at every sample, in the thread's time. */
 #define PERF_STACK_DEFAULT (16u << 10)
+/* The executable mappings kept per process from perf's announcements. */
+#define PERF_ANNOUNCED_MAX 1024
 /* The longest wait between two emptyings of the rings. */
 #define PERF_DRAIN_MAX_NS 50000000ull
 
@@ -226,6 +228,7 @@ static int refresh_maps(struct samp_proc *p)
 
 static int perf_open_thread(struct sampler *s, struct tracer_thread *th, size_t stack);
 static void perf_close_thread(struct sampler *s, struct tracer_thread *th, bool keep);
+static int perf_sample_maps(struct sampler *s, struct samp_proc *p, struct snap *sn);
 
 static void on_thread(struct tracer *t, struct tracer_thread *th, bool appeared, void *arg)
 {
@@ -412,6 +415,19 @@ static int perf_take(struct sampler *s, struct tracer_thread *th, bool keep)
 		if (!sn)
 			return -ENOMEM;
 		r = perf_thread_next(st->perf, sn);
+		if (r == 3) {
+			pid_t pid;
+			const struct proc_map *m = perf_thread_mapping(st->perf, &pid);
+			struct samp_proc *p = pid == st->proc->pid ? st->proc : NULL;
+
+			/* Past PERF_ANNOUNCED_MAX the history starts again: the
+			 * maps read at a drain know the mappings of the moment. */
+			if (p && p->announced.n >= PERF_ANNOUNCED_MAX)
+				proc_maps_free(&p->announced);
+			if (p && proc_maps_add(&p->announced, m) < 0)
+				return -ENOMEM;
+			continue;
+		}
 		if (r == 2) {
 			pid_t tid;
 			const char *comm = perf_thread_comm(st->perf, &tid);
@@ -435,6 +451,8 @@ static int perf_take(struct sampler *s, struct tracer_thread *th, bool keep)
 		sn->tid = th->tid;
 		sn->key = st->label;
 		sn->sp_unmapped = !proc_maps_find(&st->proc->maps, snap_sp(sn));
+		if (perf_sample_maps(s, st->proc, sn) < 0)
+			return -ENOMEM;
 		s->n_snaps++;
 		taken++;
 	}
@@ -522,6 +540,81 @@ static void perf_grow_all(struct sampler *s)
 		if (st && st->perf_grow)
 			perf_grow(s, th);
 	}
+}
+
+/* Whether two mappings are the same one (the cached maps against the
+ * kernel's announcement). */
+static bool same_mapping(const struct proc_map *a, const struct proc_map *b)
+{
+	return a->start == b->start && a->end == b->end && a->inode == b->inode &&
+	       a->offset == b->offset;
+}
+
+/*
+ * Puts an announced text mapping into m, with the mapping of the file's
+ * start below it that the loader made first (not executable, so not
+ * announced): without it the module's base was taken from another load of
+ * the same library (dlopen churn), and its pcs were read at offsets past
+ * the file's end.  Loaders map a library's segments at their file offsets
+ * from that base.  Returns 0 or -ENOMEM.
+ */
+static int add_announced(struct proc_maps *m, const struct proc_map *a)
+{
+	struct proc_map head = *a;
+
+	if (a->offset && a->offset <= a->start) {
+		head.start = a->start - a->offset;
+		head.end = a->start;
+		head.offset = 0;
+		head.perms = PROC_MAP_R | PROC_MAP_P;
+		if (proc_maps_add(m, &head) < 0)
+			return -ENOMEM;
+	}
+	return proc_maps_add(m, a);
+}
+
+/*
+ * The maps a perf sample of p is unwound against, when the cached ones
+ * do not know its pc.  A stop reads maps while the thread is stopped
+ * (on_stop); a perf sample is read some milliseconds after it was taken,
+ * and a library mapped for a moment (dlopen, dlclose) may be gone or
+ * elsewhere by then.  The kernel announced each executable mapping the
+ * thread made, in order with its samples (perf_take keeps them in
+ * p->announced): the one holding pc when the sample was read from the
+ * ring is the one it ran in.  The sample gets maps of its own: those read
+ * at this drain (once per drain and process), with that mapping over
+ * them.  Returns 0 or -ENOMEM.
+ */
+static int add_announced(struct proc_maps *m, const struct proc_map *a);
+
+static int perf_sample_maps(struct sampler *s, struct samp_proc *p, struct snap *sn)
+{
+	uint64_t pc = snap_pc(sn);
+	const struct proc_map *a = proc_maps_find(&p->announced, pc);
+	const struct proc_map *c = proc_maps_find(&p->maps, pc);
+	struct proc_maps *m;
+
+	if (a ? c && same_mapping(a, c) :
+		proc_modules_lookup(p->mods, pc) ||
+		/* JIT code in anonymous memory: a read finds the same */
+		(c && (c->perms & PROC_MAP_X) && c->path[0] != '/'))
+		return 0;
+	if (!p->drain_maps_valid || p->drain_maps_at != s->stats.perf_drains) {
+		if (proc_maps_read(p->pid, &p->drain_maps) < 0)
+			return 0;
+		p->drain_maps_valid = true;
+		p->drain_maps_at = s->stats.perf_drains;
+	}
+	m = calloc(1, sizeof(*m));
+	/* (merged into nothing: a copy) */
+	if (!m || proc_maps_merge_older(m, &p->drain_maps) < 0 || (a && add_announced(m, a) < 0)) {
+		proc_maps_free(m);
+		free(m);
+		return -ENOMEM;
+	}
+	sn->maps = m;
+	sn->own_maps = true;
+	return 0;
 }
 
 /* Every thread's samples so far into s->snaps. */
@@ -971,6 +1064,16 @@ static struct tracer_thread *thread_at(struct sampler *s, size_t i)
 	return tracer_thread_at(s->tracer, i);
 }
 
+/* Frees a copy's own maps (perf_sample_maps), used or not. */
+static void drop_snap_maps(struct snap *sn)
+{
+	if (!sn->maps)
+		return;
+	proc_maps_free(sn->maps);
+	free(sn->maps);
+	sn->maps = NULL;
+}
+
 /* Unwinds and aggregates the snapshot at index i. */
 static int process_snap(struct sampler *s, size_t i)
 {
@@ -1037,7 +1140,14 @@ static int process_snaps(struct sampler *s)
 			/* A stop served here may grow (and move) s->snaps:
 			 * process_snap takes its pointer after. */
 			serve_waiting(s);
+			if (s->snaps[i].maps) {
+				struct samp_proc *p = snap_proc(s, &s->snaps[i]);
+
+				if (p && p->unwinder)
+					procs_use_maps(p, s->snaps[i].maps);
+			}
 			ret = process_snap(s, i);
+			drop_snap_maps(&s->snaps[i]);
 			if (ret < 0)
 				return ret;
 		}
@@ -1481,6 +1591,7 @@ static int tick(struct sampler *s)
 			perf_grow_all(s);
 			return r < 0 ? r : s->error;
 		}
+		/* else the threads perf could not take, at stops */
 	}
 	/* Choose first, then stop.  By tid, not by pointer: a thread that
 	 * exits while we wait for another's stop is freed by the tracer. */
@@ -1519,6 +1630,7 @@ static int tick(struct sampler *s)
 	if (r < 0)
 		return r;
 	r = process_snaps(s);
+	perf_grow_all(s);
 	if (s->o.mode == SAMPLER_WALL && !s->read_all)
 		adapt_wall_cap(s, n, cprof_thread_cpu_ns() - cpu0);
 	return r < 0 ? r : s->error;
@@ -1582,8 +1694,10 @@ void sampler_destroy(struct sampler *s)
 		proc_modules_destroy(s->mods);
 	if (s->stacks)
 		prof_stacks_destroy(s->stacks);
-	for (i = 0; i < s->cap_snaps; i++)
+	for (i = 0; i < s->cap_snaps; i++) {
+		drop_snap_maps(&s->snaps[i]);
 		snap_fini(&s->snaps[i]);
+	}
 	snap_fini(&s->blocked);
 	free(s->snaps);
 	free(s->pick);
@@ -1671,6 +1785,7 @@ static uint64_t perf_gap(struct sampler *s)
 static int session_loop(struct sampler *s)
 {
 	uint64_t period;
+	bool drain_only;
 	uint64_t start = cprof_now_ns(), next, now, wait;
 	uint64_t deadline = s->o.duration_ns ? start + s->o.duration_ns : UINT64_MAX;
 	/* the first report after one interval: at 0 s there is nothing to say,
@@ -1691,8 +1806,11 @@ static int session_loop(struct sampler *s)
 	s->rng ^= start ^ ((uint64_t)getpid() << 32);
 	next = start + period_fraction(s);	/* a uniform first phase */
 	for (;;) {
-		/* (perf_check may end the perf source on the way) */
-		period = s->perf_on ? perf_drain_period(s) : s->period_ns;
+		/* Ticks that only empty the rings come as seldom as the rings
+		 * allow; threads sampled at stops need the period (perf_check
+		 * may end the perf source on the way). */
+		drain_only = s->perf_on && !s->n_unperf;
+		period = drain_only ? perf_drain_period(s) : s->period_ns;
 		now = cprof_now_ns();
 		if (now >= deadline)
 			break;
@@ -1706,7 +1824,7 @@ static int session_loop(struct sampler *s)
 			if (r < 0)
 				break;
 			s->stats.ticks++;
-			next += s->perf_on ? period : period / 2 + period_fraction(s);
+			next += drain_only ? period : period / 2 + period_fraction(s);
 			now = cprof_now_ns();
 			if (next <= now) {
 				uint64_t behind = (now - next) / period + 1;

@@ -36,6 +36,9 @@ struct snap {
 	uint32_t key;		/* the caller's tag (the sampler's thread label) */
 	bool own_maps;		/* the caller's: maps were read at this stop */
 	bool unstopped;		/* the caller's: copied without a stop (the kernel's) */
+	/* The caller's: maps of its own to unwind this copy against (perf
+	 * samples in a library mapped for a moment), or NULL. */
+	struct proc_maps *maps;
 };
 
 /* Allocates a snapshot able to hold cap bytes of stack.  Returns 0 or -ENOMEM. */
