@@ -19,6 +19,7 @@ export LC_ALL=C
 unset DEBUGINFOD_URLS
 
 ME=$(basename "$0" .test)
+LIB_START_DIR=$PWD	# (paths in the environment and $0 may be relative to it)
 CPROF="$top_builddir/cprof"
 TARGETS="$top_builddir/tests/targets"
 TMP="$top_builddir/tests/tmp/$ME.$$"
@@ -352,6 +353,8 @@ run_cprof() {
 	CPROF_STDOUT="$TMP/cprof.$CPROF_SEQ.stdout"
 	CPROF_STDERR="$TMP/cprof.$CPROF_SEQ.stderr"
 	CPROF_STATUS=0
+	lib_source_args "$@"
+	set -- "${LIB_ARGS[@]}"
 	info "running cprof $*"
 	timeout -k 5 "${CPROF_LIMIT:-60}" ${CPROF_PREFIX[@]+"${CPROF_PREFIX[@]}"} "$CPROF" "$@" \
 		>"$CPROF_STDOUT" 2>"$CPROF_STDERR" </dev/null || CPROF_STATUS=$?
@@ -359,6 +362,38 @@ run_cprof() {
 	124|137) fail "cprof $* did not end within ${CPROF_LIMIT:-60} s (hung); stderr: $(cat "$CPROF_STDERR")" ;;
 	esac
 	return 0
+}
+
+# lib_source_args ARGS...: ARGS into LIB_ARGS, with --source $CPROF_SOURCE
+# after the subcommand when CPROF_SOURCE is set and the subcommand samples
+# (attach, record, serve).
+lib_source_args() {
+	LIB_ARGS=("$@")
+	case ${CPROF_SOURCE:-}:${1:-} in
+	?*:attach|?*:record|?*:serve) LIB_ARGS=("$1" --source "$CPROF_SOURCE" "${@:2}") ;;
+	esac
+}
+
+# for_each_source: the test runs once per sample source, each run a process
+# of its own with CPROF_SOURCE set (ptrace: at stops; perf: perf events,
+# where this machine permits them); call it right after sourcing this file.
+# Returns in those runs; the first one that does not pass ends the test
+# with its status.
+for_each_source() {
+	local s rc sources=(ptrace)
+	[ -z "${CPROF_SOURCE:-}" ] || { info "--source $CPROF_SOURCE"; return 0; }
+	require_cprof
+	if "$CPROF" record -q --source perf -o "$TMP/perf-probe.pb.gz" -- true >/dev/null 2>&1; then
+		sources+=(perf)
+	else
+		info "perf events are not permitted here: --source ptrace only"
+	fi
+	for s in "${sources[@]}"; do
+		rc=0
+		(cd "$LIB_START_DIR" && CPROF_SOURCE=$s exec bash "$0" "$@") || rc=$?
+		[ "$rc" -eq 0 ] || exit "$rc"
+	done
+	exit 0
 }
 
 # start_cprof ARGS...: run cprof in the background under timeout(1) (limit
@@ -372,6 +407,8 @@ start_cprof() {
 	CPROF_SEQ=$((CPROF_SEQ + 1))
 	CPROF_STDOUT="$TMP/cprof.$CPROF_SEQ.stdout"
 	CPROF_STDERR="$TMP/cprof.$CPROF_SEQ.stderr"
+	lib_source_args "$@"
+	set -- "${LIB_ARGS[@]}"
 	info "starting cprof $*"
 	timeout -k 5 "${CPROF_LIMIT:-90}" "$CPROF" "$@" \
 		>"$CPROF_STDOUT" 2>"$CPROF_STDERR" </dev/null &
