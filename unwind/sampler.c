@@ -68,10 +68,13 @@
 /* The adaptive stack copy (see copy_limit): bytes copied beyond the
  * highest stack address a thread's walks needed. */
 #define COPY_MARGIN 512u
-/* perf source: a thread's ring holds this many samples at least, and is
- * emptied after a quarter of them at most (gaps go down to half a period:
- * see period_fraction), so it does not fill between two ticks. */
+/* perf source: a thread's ring holds this many samples at least: the
+ * rings are emptied every PERF_DRAIN_PERIODS periods or so, and the slack
+ * is for a tracing thread that waits for a CPU. */
 #define PERF_RING_RECORDS 16u
+/* ... and its sampling period is drawn anew at each emptying, every few
+ * periods: see perf_drain_period. */
+#define PERF_DRAIN_PERIODS 3u
 /* ... and the memory of all the rings, locked by the kernel, stays under
  * this: past it, auto sampling uses stops (sampler_stats.perf_refused). */
 #define PERF_RING_BUDGET (64ull << 20)
@@ -80,8 +83,6 @@
 #define PERF_STACK_DEFAULT (16u << 10)
 /* The executable mappings kept per process from perf's announcements. */
 #define PERF_ANNOUNCED_MAX 1024
-/* The longest wait between two emptyings of the rings. */
-#define PERF_DRAIN_MAX_NS 50000000ull
 
 struct label {
 	pid_t tid;
@@ -388,8 +389,10 @@ static bool before_exec(const struct sampler *s, const struct samp_proc *p)
  * stays exact.
  */
 
-/* A gap to the thread's next sample, in its CPU time (period_fraction). */
+/* A gap to the thread's next sample, in its CPU time (period_fraction),
+ * and its first one. */
 static uint64_t perf_gap(struct sampler *s);
+static uint64_t perf_first_gap(struct sampler *s);
 
 /* The ring for samples of stack bytes: PERF_RING_RECORDS of them at least. */
 static size_t perf_ring_for(size_t stack)
@@ -471,7 +474,7 @@ static int perf_open_thread(struct sampler *s, struct tracer_thread *th, size_t 
 	size_t ring = perf_ring_for(stack);
 	int r;
 
-	r = perf_thread_open(&st->perf, th->tid, perf_gap(s), stack, ring);
+	r = perf_thread_open(&st->perf, th->tid, perf_first_gap(s), stack, ring);
 	if (r < 0) {
 		st->perf = NULL;
 		return r;
@@ -1763,23 +1766,41 @@ static uint64_t period_fraction(struct sampler *s)
 }
 
 /*
- * The perf source's ticks only empty the rings: as seldom as the rings
- * allow (PERF_RING_RECORDS), at most PERF_DRAIN_MAX_NS apart, and never
- * more often than the sampling period.
+ * The perf source's ticks only empty the rings, every PERF_DRAIN_PERIODS
+ * periods on average, at random gaps as the stop path's ticks.
+ *
+ * The kernel samples a thread at a fixed period until cprof draws another
+ * (perf_gap, at each emptying that found samples of it): the samples in
+ * between are a lattice, in lockstep with work that repeats at a divisor
+ * of the period.  Drawn every 10 periods or so (a ring emptied every
+ * 50 ms at 100 Hz), that was seen in fresh-clone CI: identical 1 s runs of
+ * mover -p 70 gave fn_a 78-81% of the samples against 70% in 4 of 20
+ * pairs, and cprof diff called them regressions.  Drawing a period takes
+ * an ioctl that waits for the thread's CPU (an IPI, about 25 us of cprof's
+ * time here): after every sample it cost 46 us a sample at 1000 Hz, every
+ * 3 periods 10 us, against 5 us every 8.  So lattices of about 3 samples,
+ * whose phases the next draw scatters.
  */
 static uint64_t perf_drain_period(const struct sampler *s)
 {
-	uint64_t fit = perf_ring_for(s->perf_stack) / perf_thread_record_size(s->perf_stack);
-	uint64_t ns = s->period_ns * fit / 4;
-
-	if (ns > PERF_DRAIN_MAX_NS)
-		ns = PERF_DRAIN_MAX_NS;
-	return ns > s->period_ns ? ns : s->period_ns;
+	return s->period_ns * PERF_DRAIN_PERIODS;
 }
 
+/* A thread's next period, in its CPU time.  A draw restarts the kernel's
+ * timer, which loses the part of a period already run: drawn from
+ * [0.4, 1.3) periods, the rate stays about -F. */
 static uint64_t perf_gap(struct sampler *s)
 {
-	return s->period_ns / 2 + period_fraction(s);
+	return s->period_ns * 2 / 5 + period_fraction(s) * 9 / 10;
+}
+
+/* A new thread's first period: shorter, so that a thread that lives less
+ * than a period (a pool's short task) is sampled about as often as the
+ * stop path's ticks find it running; not much shorter, since it holds
+ * until the first emptying of the ring. */
+static uint64_t perf_first_gap(struct sampler *s)
+{
+	return s->period_ns / 4 + period_fraction(s) * 3 / 4;
 }
 
 static int session_loop(struct sampler *s)
@@ -1824,7 +1845,8 @@ static int session_loop(struct sampler *s)
 			if (r < 0)
 				break;
 			s->stats.ticks++;
-			next += drain_only ? period : period / 2 + period_fraction(s);
+			next += period / 2 + (drain_only ? period_fraction(s) * PERF_DRAIN_PERIODS :
+						     period_fraction(s));
 			now = cprof_now_ns();
 			if (next <= now) {
 				uint64_t behind = (now - next) / period + 1;
