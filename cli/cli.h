@@ -51,6 +51,10 @@ int cli_check_output(const char *path);
  */
 int cli_attach_obstacle(pid_t pid, int err, char *buf, size_t size);
 
+/* The integer a /proc file (a sysctl) holds.  Returns false when it cannot
+ * be read. */
+bool cli_read_proc_int(const char *path, int *v);
+
 /* Writes s as a JSON string literal (null when s is NULL). */
 void cli_json_string(FILE *f, const char *s);
 

@@ -469,9 +469,7 @@ static const char *sched_text(const struct tracer_stats *t, char *buf, size_t si
 /* Why perf events were not used, for the summary and --json. */
 static const char *perf_refusal(const struct sampler_stats *st, char *buf, size_t size)
 {
-	char paranoid[16] = "?";
-	int err = st->perf_errno;
-	FILE *f;
+	int err = st->perf_errno, paranoid;
 
 	switch (st->perf_refused) {
 	case SAMPLER_PERF_USED:
@@ -486,15 +484,12 @@ static const char *perf_refusal(const struct sampler_stats *st, char *buf, size_
 		break;
 	}
 	if (err == -EACCES || err == -EPERM) {
-		f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
-		if (f) {
-			if (!fgets(paranoid, sizeof(paranoid), f))
-				snprintf(paranoid, sizeof(paranoid), "?");
-			paranoid[strcspn(paranoid, "\n")] = '\0';
-			fclose(f);
-		}
+		char level[16] = "?";
+
+		if (cli_read_proc_int("/proc/sys/kernel/perf_event_paranoid", &paranoid))
+			snprintf(level, sizeof(level), "%d", paranoid);
 		snprintf(buf, size, "not permitted (perf_event_paranoid=%s; run as root or with "
-			 "CAP_PERFMON)", paranoid);
+			 "CAP_PERFMON)", level);
 	} else if (err == -ENOSYS || err == -ENOENT || err == -EOPNOTSUPP) {
 		snprintf(buf, size, "not available in this kernel (%s)", strerror(-err));
 	} else {

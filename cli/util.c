@@ -146,17 +146,16 @@ out:
 	return ret;
 }
 
-static int read_ptrace_scope(void)
+bool cli_read_proc_int(const char *path, int *v)
 {
-	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
-	int v = -1;
+	FILE *f = fopen(path, "re");
+	bool ok;
 
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	if (!f)
+		return false;
+	ok = fscanf(f, "%d", v) == 1;
+	fclose(f);
+	return ok;
 }
 
 static void comm_of(pid_t pid, char *buf, size_t size)
@@ -210,7 +209,8 @@ int cli_attach_obstacle(pid_t pid, int err, char *buf, size_t size)
 	if (!err)
 		return 0;
 	if (err == -EPERM) {
-		scope = read_ptrace_scope();
+		if (!cli_read_proc_int("/proc/sys/kernel/yama/ptrace_scope", &scope))
+			scope = -1;
 		if (procfs_status_field(pid, "Uid", &uid) == 0 && uid != (long)geteuid() &&
 		    geteuid() != 0)
 			snprintf(buf, size, "%s (it belongs to uid %ld; run as root or with CAP_SYS_PTRACE)",
