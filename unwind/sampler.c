@@ -383,7 +383,7 @@ static bool before_exec(const struct sampler *s, const struct samp_proc *p)
  * which are unwound as a stop's copies are.  Nothing stops a thread, so
  * none of the stop's guarantees is at stake (signals, EINTR, job
  * control); the tracer still follows threads, forks and execs.  When the
- * session ends, or goes on at stops (perf_to_stops), perf_handoff closes
+ * session ends, or goes on at stops (perf_check), perf_handoff closes
  * the events and hands each thread's CPU time since its last sample to
  * the stop path, which charges it where the thread is: the accounting
  * stays exact.
@@ -484,6 +484,16 @@ static int perf_open_thread(struct sampler *s, struct tracer_thread *th, size_t 
 	return 0;
 }
 
+/* Closes an event whose samples were taken: its counts into the stats,
+ * its ring out of the budget. */
+static void perf_release(struct sampler *s, struct perf_thread *pt)
+{
+	s->stats.perf_lost += perf_thread_lost(pt);
+	s->stats.perf_throttled += perf_thread_throttled(pt);
+	s->perf_ring_total -= perf_ring_for(perf_thread_stack_size(pt));
+	perf_thread_close(pt);
+}
+
 static void perf_close_thread(struct sampler *s, struct tracer_thread *th, bool keep)
 {
 	struct samp_thread *st = th->user;
@@ -492,10 +502,7 @@ static void perf_close_thread(struct sampler *s, struct tracer_thread *th, bool 
 		return;
 	if (perf_take(s, th, keep) < 0)
 		s->error = -ENOMEM;
-	s->stats.perf_lost += perf_thread_lost(st->perf);
-	s->stats.perf_throttled += perf_thread_throttled(st->perf);
-	s->perf_ring_total -= perf_ring_for(perf_thread_stack_size(st->perf));
-	perf_thread_close(st->perf);
+	perf_release(s, st->perf);
 	st->perf = NULL;
 }
 
@@ -525,10 +532,7 @@ static void perf_grow(struct sampler *s, struct tracer_thread *th)
 		return;
 	}
 	perf_thread_carry(st->perf, owed);
-	s->stats.perf_lost += perf_thread_lost(old);
-	s->stats.perf_throttled += perf_thread_throttled(old);
-	s->perf_ring_total -= perf_ring_for(perf_thread_stack_size(old));
-	perf_thread_close(old);
+	perf_release(s, old);
 }
 
 /* The threads perf_grow was asked for, once their samples are unwound. */
@@ -588,8 +592,6 @@ static int add_announced(struct proc_maps *m, const struct proc_map *a)
  * at this drain (once per drain and process), with that mapping over
  * them.  Returns 0 or -ENOMEM.
  */
-static int add_announced(struct proc_maps *m, const struct proc_map *a);
-
 static int perf_sample_maps(struct sampler *s, struct samp_proc *p, struct snap *sn)
 {
 	uint64_t pc = snap_pc(sn);
@@ -878,9 +880,7 @@ static void on_exec(struct tracer *t, pid_t pid, void *arg)
 	struct samp_proc *p = proc_of(s, pid);
 	size_t i, n = tracer_thread_count(t);
 
-	/* Samples the kernel took before the exec are of the old image; the
-	 * new one may be Go (perf_check). */
-	s->perf_check_go = s->perf_on;
+	/* Samples the kernel took before the exec are of the old image. */
 	for (i = 0; s->perf_on && i < n; i++) {
 		struct tracer_thread *th = tracer_thread_at(t, i);
 		struct samp_thread *st = th->user;
@@ -892,12 +892,11 @@ static void on_exec(struct tracer *t, pid_t pid, void *arg)
 		procs_exec(p, cprof_now_ns());
 	if (p == s->procs[0])
 		s->root_execed = true;
-	/* A Go program: at stops from its first instruction (perf_check). */
-	if (p && s->perf_on && s->o.source == SAMPLER_SOURCE_AUTO && runs_go(p)) {
-		s->perf_check_go = true;
-		if (perf_check(s) < 0)
-			s->error = -ENOMEM;
-	}
+	/* A Go program: at stops from its first instruction.  (Maps that
+	 * could not be read now are read at the next sample, which asks
+	 * again.) */
+	if (s->perf_on && perf_check(s) < 0)
+		s->error = -ENOMEM;
 	/* Stacks kept for reuse belong to the old image. */
 	for (i = 0; i < n; i++) {
 		struct samp_thread *st = tracer_thread_at(t, i)->user;
