@@ -3,7 +3,8 @@
  * Unit test of the tracer's helpers, the per-thread /proc file cache, the
  * remote unwinder's accessors on a synthetic snapshot of this process's own
  * stack, the all-threads capture of a forked child, and leaving a signal
- * handler's entry on synthetic signal frames.
+ * handler's entry on synthetic signal frames, and a perf event's ring read
+ * in place (samples viewed where the kernel wrote them) on a live thread.
  */
 #include "config.h"
 
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -27,6 +29,7 @@
 #include "process/procfs.h"
 #include "tests/tap.h"
 #include "unwind/capture.h"
+#include "unwind/perf_thread.h"
 #include "unwind/remote.h"
 #include "unwind/sigframe.h"
 #include "unwind/snapshot.h"
@@ -713,6 +716,166 @@ static void test_leave_handler(void)
 	snap_fini(&s);
 }
 
+/* ---- a perf ring read in place ------------------------------------------ */
+
+#define MARK 0x6d61726b65647374ull	/* "markedst" */
+#define MARK_WORDS 8
+
+struct marked {
+	volatile int stop;
+	volatile pid_t tid;
+};
+
+static NOINLINE void spin_once(volatile uint64_t *mark)
+{
+	mark[0] = MARK;
+	KEEP_FRAME();
+}
+
+/* Spins with MARK_WORDS known words in its frame, above its SP (it calls
+ * a function, so they are not in the red zone below it): every sample of
+ * it carries them in its stack copy. */
+static NOINLINE void spin_marked(struct marked *m)
+{
+	volatile uint64_t mark[MARK_WORDS];
+	unsigned i;
+
+	for (i = 0; i < MARK_WORDS; i++)
+		mark[i] = MARK ^ i;
+	while (!m->stop)
+		spin_once(mark);
+	KEEP_FRAME();
+}
+
+static void *marked_main(void *arg)
+{
+	struct marked *m = arg;
+
+	m->tid = (pid_t)syscall(SYS_gettid);
+	spin_marked(m);
+	return NULL;
+}
+
+/* Whether s's copy holds the marked words. */
+static bool holds_mark(const struct snap *s)
+{
+	size_t off, i;
+	uint64_t w;
+
+	for (off = 0; off + 8 * MARK_WORDS <= s->stack_len; off += 8) {
+		for (i = 0; i < MARK_WORDS; i++) {
+			memcpy(&w, s->stack + off + 8 * i, 8);
+			if (w != (MARK ^ i))
+				break;
+		}
+		if (i == MARK_WORDS)
+			return true;
+	}
+	return false;
+}
+
+static uint64_t sum_bytes(const struct snap *s)
+{
+	uint64_t h = 1469598103934665603ull;
+	size_t i;
+
+	for (i = 0; i < s->stack_len; i++)
+		h = (h ^ s->stack[i]) * 1099511628211ull;
+	return h;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Samples of a spinning thread, taken out of a ring of 8 KiB (6 records
+ * of 1 KiB of stack) in rounds, each round's samples held (viewed) until
+ * the round is over: the views keep their bytes while the kernel runs
+ * into the held records (it drops samples instead), the records that
+ * wrap round the ring's end are copied, a kept view outlives the ring,
+ * and released records are written again.
+ */
+static void test_perf_ring(void)
+{
+	enum { N = 32, STACK = 1024, RING = 8192, ROUNDS = 6 };
+	struct snap sn[N];
+	uint64_t sums[N];
+	struct marked m = { 0, 0 };
+	struct perf_thread *pt = NULL;
+	pthread_t th;
+	size_t n_view = 0, n_copy = 0, n_all = 0, n_marked = 0, n_same = 0, i, n;
+	int r, round;
+
+	for (i = 0; i < N; i++) {
+		if (snap_init(&sn[i], STACK) < 0) {
+			check(false, "perf ring: snapshots allocated");
+			return;
+		}
+	}
+	if (pthread_create(&th, NULL, marked_main, &m) != 0) {
+		check(false, "perf ring: spinning thread started");
+		goto out;
+	}
+	while (!m.tid)
+		sleep_ms(1);
+	r = perf_thread_open(&pt, m.tid, 1000000, STACK, RING);
+	if (r < 0) {
+		skip("perf ring: samples read in place", "perf events not permitted here");
+		goto out_thread;
+	}
+	for (round = 0; round < ROUNDS; round++) {
+		sleep_ms(40);	/* 40 samples: the ring fills */
+		for (n = 0; n < N && (r = perf_thread_next(pt, &sn[n], true)) != 0;) {
+			if (r == 1)
+				n++;
+		}
+		for (i = 0; i < n; i++) {
+			sums[i] = sum_bytes(&sn[i]);
+			n_marked += holds_mark(&sn[i]);
+			if (snap_viewing(&sn[i]))
+				n_view++;
+			else
+				n_copy++;
+		}
+		n_all += n;
+		/* Held: the kernel must not write over them. */
+		sleep_ms(20);
+		for (i = 0; i < n; i++)
+			n_same += sum_bytes(&sn[i]) == sums[i];
+		if (round == ROUNDS - 1 && n && snap_viewing(&sn[0])) {
+			snap_keep(&sn[0]);
+			n_same -= !(sum_bytes(&sn[0]) == sums[0] && !snap_viewing(&sn[0]));
+		}
+		if (round < ROUNDS - 1)
+			perf_thread_release(pt);
+	}
+	check(n_all >= 2 * ROUNDS, "perf ring: samples in every round (%zu)", n_all);
+	check(n_marked == n_all, "perf ring: every sample's copy holds the thread's frame (%zu of %zu)",
+	      n_marked, n_all);
+	check(n_view > 0 && n_copy > 0,
+	      "perf ring: samples viewed in place (%zu) and copied where they wrap (%zu)", n_view,
+	      n_copy);
+	check(n_same == n_all, "perf ring: held samples unchanged while the kernel samples on (%zu of %zu)",
+	      n_same, n_all);
+	check(perf_thread_lost(pt) > 0, "perf ring: the kernel dropped samples at held records (%llu)",
+	      (unsigned long long)perf_thread_lost(pt));
+	perf_thread_close(pt);
+	/* The kept copy outlives the ring. */
+	check(holds_mark(&sn[0]) && sum_bytes(&sn[0]) == sums[0],
+	      "perf ring: a kept sample outlives the ring");
+out_thread:
+	m.stop = 1;
+	pthread_join(th, NULL);
+out:
+	for (i = 0; i < N; i++)
+		snap_fini(&sn[i]);
+}
+
 int main(void)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -723,5 +886,6 @@ int main(void)
 	test_remote();
 	test_capture();
 	test_leave_handler();
+	test_perf_ring();
 	return tap_done();
 }

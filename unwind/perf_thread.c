@@ -38,6 +38,8 @@ struct perf_thread {
 	const uint8_t *data;
 	uint64_t data_size;	/* a power of two */
 	size_t stack_size;
+	uint64_t read;		/* the records before it are taken out */
+	bool viewed;		/* ... and some of them are still viewed (snap_view) */
 	uint64_t last_count;	/* the task clock at the last sample taken out */
 	uint64_t lost;
 	uint64_t throttled;
@@ -196,13 +198,34 @@ static uint64_t ring_u64(const struct perf_thread *pt, uint64_t pos)
 
 bool perf_thread_pending(const struct perf_thread *pt)
 {
-	return __atomic_load_n(&pt->meta->data_head, __ATOMIC_ACQUIRE) != pt->meta->data_tail;
+	return __atomic_load_n(&pt->meta->data_head, __ATOMIC_ACQUIRE) != pt->read;
+}
+
+/* Gives the kernel back the ring up to pt->read. */
+static void give_back(struct perf_thread *pt)
+{
+	__atomic_store_n(&pt->meta->data_tail, pt->read, __ATOMIC_RELEASE);
+	pt->viewed = false;
+}
+
+void perf_thread_release(struct perf_thread *pt)
+{
+	if (pt->viewed)
+		give_back(pt);
+}
+
+bool perf_thread_holds(const struct perf_thread *pt, const void *p)
+{
+	const uint8_t *b = p;
+
+	return b >= pt->data && b < pt->data + pt->data_size;
 }
 
 /* Fills sn from the sample record at pos, size bytes.  Returns 1 (a sample
  * with registers), 0 (one without: a moment the thread had no user
  * context) or -EIO (malformed). */
-static int parse_sample(struct perf_thread *pt, uint64_t pos, uint64_t size, struct snap *sn)
+static int parse_sample(struct perf_thread *pt, uint64_t pos, uint64_t size, struct snap *sn,
+			bool view)
 {
 	uint64_t end = pos + size, count, abi, regs[N_REGS], len, dyn;
 	struct user_regs_struct *r = &sn->regs;
@@ -254,7 +277,15 @@ static int parse_sample(struct perf_thread *pt, uint64_t pos, uint64_t size, str
 	r->orig_rax = (unsigned long long)-1;
 	sn->tid = pt->tid;
 	sn->stack_start = r->rsp;
-	ring_copy(pt, pos, sn->stack, (size_t)dyn);
+	/* Most of a copy is never read (a walk reads a few hundred bytes):
+	 * viewed where it lies, unless it wraps round the ring's end. */
+	snap_unview(sn);
+	if (view && (pos & (pt->data_size - 1)) + dyn <= pt->data_size) {
+		snap_view(sn, pt->data + (pos & (pt->data_size - 1)));
+		pt->viewed = true;
+	} else {
+		ring_copy(pt, pos, sn->stack, (size_t)dyn);
+	}
 	sn->stack_len = (size_t)dyn;
 	/* A copy that filled its record (the size asked for, less what a
 	 * record's u16 size leaves) may have stopped short of the stack's
@@ -317,10 +348,10 @@ static int parse_mmap2(struct perf_thread *pt, uint64_t pos, uint64_t size)
 	return 3;
 }
 
-int perf_thread_next(struct perf_thread *pt, struct snap *sn)
+int perf_thread_next(struct perf_thread *pt, struct snap *sn, bool view)
 {
 	uint64_t head = __atomic_load_n(&pt->meta->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = pt->meta->data_tail;
+	uint64_t tail = pt->read;
 	int ret = 0;
 
 	while (tail < head && !ret) {
@@ -334,7 +365,7 @@ int perf_thread_next(struct perf_thread *pt, struct snap *sn)
 		}
 		switch (h.type) {
 		case PERF_RECORD_SAMPLE:
-			ret = parse_sample(pt, tail, h.size, sn);
+			ret = parse_sample(pt, tail, h.size, sn, view);
 			break;
 		case PERF_RECORD_COMM:
 			if (h.size >= 16 + 8) {
@@ -364,8 +395,11 @@ int perf_thread_next(struct perf_thread *pt, struct snap *sn)
 		}
 		tail += h.size;
 	}
-	/* The record is copied out: the kernel may write over it. */
-	__atomic_store_n(&pt->meta->data_tail, tail, __ATOMIC_RELEASE);
+	/* Copied out, the records are the kernel's again; viewed, they stay
+	 * ours until perf_thread_release. */
+	pt->read = tail;
+	if (!pt->viewed)
+		give_back(pt);
 	return ret;
 }
 

@@ -54,8 +54,18 @@ size_t perf_thread_record_size(size_t stack_size);
  * tells it; sn is untouched); 3 when it is an executable file mapping the
  * thread made (perf_thread_mapping); 0 when the ring is empty; or -EIO (a record
  * the kernel did not write as documented: the ring is skipped to its end).
+ * With view, the stack copy is left in the ring where it can be
+ * (snap_view): the record is then the caller's, and the kernel writes no
+ * sample over it, until perf_thread_release.
  */
-int perf_thread_next(struct perf_thread *pt, struct snap *sn);
+int perf_thread_next(struct perf_thread *pt, struct snap *sn, bool view);
+
+/* Gives the kernel back the records perf_thread_next left viewed: the
+ * snapshots that view them must be unwound or kept (snap_keep) first. */
+void perf_thread_release(struct perf_thread *pt);
+
+/* Whether p points into pt's ring (a snapshot's view of it). */
+bool perf_thread_holds(const struct perf_thread *pt, const void *p);
 
 /* The stack bytes a sample asks for (perf_thread_open's stack_size). */
 size_t perf_thread_stack_size(const struct perf_thread *pt);

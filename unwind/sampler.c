@@ -152,6 +152,7 @@ struct sampler {
 	/* perf source (see perf_start): threads have events while perf_on;
 	 * n_unperf of them could not have one and are sampled by stops. */
 	bool perf_on;
+	bool perf_viewed;	/* some ring holds records read: see perf_give_back */
 	bool perf_check_go;	/* a process is new or execed: see perf_check */
 	size_t perf_stack;	/* bytes of stack a sample carries, at first */
 	size_t perf_stack_max;	/* ... once a walk ran off the first (perf_grow) */
@@ -413,11 +414,13 @@ static int perf_take(struct sampler *s, struct tracer_thread *th, bool keep)
 	struct snap *sn;
 	int r;
 
+	/* the records read stay in the ring until perf_give_back */
+	s->perf_viewed |= perf_thread_pending(st->perf);
 	while (perf_thread_pending(st->perf)) {
 		sn = next_snap(s);
 		if (!sn)
 			return -ENOMEM;
-		r = perf_thread_next(st->perf, sn);
+		r = perf_thread_next(st->perf, sn, true);
 		if (r == 3) {
 			pid_t pid;
 			const struct proc_map *m = perf_thread_mapping(st->perf, &pid);
@@ -488,6 +491,13 @@ static int perf_open_thread(struct sampler *s, struct tracer_thread *th, size_t 
  * its ring out of the budget. */
 static void perf_release(struct sampler *s, struct perf_thread *pt)
 {
+	size_t i;
+
+	/* The samples still waiting to be unwound keep their copies. */
+	for (i = 0; i < s->n_snaps; i++) {
+		if (snap_viewing(&s->snaps[i]) && perf_thread_holds(pt, s->snaps[i].stack))
+			snap_keep(&s->snaps[i]);
+	}
 	s->stats.perf_lost += perf_thread_lost(pt);
 	s->stats.perf_throttled += perf_thread_throttled(pt);
 	s->perf_ring_total -= perf_ring_for(perf_thread_stack_size(pt));
@@ -1097,6 +1107,29 @@ static int process_snap(struct sampler *s, size_t i)
 	return add_sample(s, sn->key, s->frames, n, sn->cpu_ns, NULL);
 }
 
+/* The rings' records the samples unwound viewed go back to the kernel,
+ * once no sample waiting views any. */
+static void perf_give_back(struct sampler *s)
+{
+	size_t i, n;
+
+	/* (no tracer: the session is over, its rings closed) */
+	if (!s->perf_viewed || !s->tracer)
+		return;
+	n = tracer_thread_count(s->tracer);
+	for (i = 0; i < s->n_snaps; i++) {
+		if (snap_viewing(&s->snaps[i]))
+			return;
+	}
+	for (i = 0; i < n; i++) {
+		struct samp_thread *st = tracer_thread_at(s->tracer, i)->user;
+
+		if (st && st->perf)
+			perf_thread_release(st->perf);
+	}
+	s->perf_viewed = false;
+}
+
 /*
  * Unwinds and aggregates the snapshots taken so far; their threads run
  * again already.  Only the copies there are now: a stop served in this
@@ -1162,6 +1195,7 @@ static int process_snaps(struct sampler *s)
 		s->snaps[i] = t;
 	}
 	s->n_snaps -= n0;
+	perf_give_back(s);
 	if (s->retire && !s->n_snaps) {
 		/* No copy waits for them any more. */
 		s->retire = false;

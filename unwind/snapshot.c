@@ -25,12 +25,31 @@ int snap_init(struct snap *s, size_t cap)
 
 void snap_fini(struct snap *s)
 {
+	snap_unview(s);
 	free(s->stack);
 	free(s->stack2);
 	s->stack = NULL;
 	s->stack2 = NULL;
 	s->stack2_len = 0;
 	s->stack_cap = 0;
+}
+
+void snap_unview(struct snap *s)
+{
+	if (!s->own)
+		return;
+	s->stack = s->own;
+	s->own = NULL;
+}
+
+void snap_keep(struct snap *s)
+{
+	const uint8_t *view = s->stack;
+
+	if (!s->own)
+		return;
+	snap_unview(s);
+	memcpy(s->stack, view, s->stack_len);
 }
 
 /* One process_vm_readv from SP: a single iovec pair stops cleanly at the
@@ -72,6 +91,7 @@ int snap_capture_limited(struct snap *s, pid_t pid, pid_t tid,
 			 const struct user_regs_struct *regs, const struct proc_maps *maps,
 			 size_t limit)
 {
+	snap_unview(s);
 	s->tid = tid;
 	s->stack_len = 0;
 	s->stack_short = false;
@@ -96,6 +116,7 @@ int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_st
 int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
 			 const struct proc_maps *maps)
 {
+	snap_unview(s);
 	s->tid = tid;
 	s->stack_len = 0;
 	s->stack_short = false;

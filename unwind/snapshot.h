@@ -26,7 +26,11 @@ struct snap {
 	bool stack_limited;	/* ... because the caller asked for less (snap_capture_limited) */
 	bool sp_unmapped;	/* SP is in no mapping that maps knew of: maps are stale */
 	bool regs_partial;	/* only SP and PC are known (captured without a stop) */
+	/* The copy: stack_cap bytes of the snapshot's own, or a view of
+	 * memory the caller keeps for it (snap_view); then own is the
+	 * snapshot's buffer. */
 	uint8_t *stack;
+	uint8_t *own;
 	/* The stack a signal handler interrupted, when the thread stopped at
 	 * the handler's entry on an alternate stack (unwind/sigframe.h). */
 	uint64_t stack2_start;
@@ -44,6 +48,29 @@ struct snap {
 /* Allocates a snapshot able to hold cap bytes of stack.  Returns 0 or -ENOMEM. */
 int snap_init(struct snap *s, size_t cap);
 void snap_fini(struct snap *s);
+
+/*
+ * Makes s's copy the bytes at view, nothing copied: the caller keeps them
+ * mapped and unchanged until the copy is unwound, or calls snap_keep
+ * first (a perf sample read in its ring).  The bytes are only read.
+ */
+static inline void snap_view(struct snap *s, const uint8_t *view)
+{
+	if (!s->own)
+		s->own = s->stack;
+	s->stack = (uint8_t *)(uintptr_t)view;
+}
+
+/* Whether s's copy is a view (snap_view). */
+static inline bool snap_viewing(const struct snap *s)
+{
+	return s->own != NULL;
+}
+
+/* s's copy in its own buffer again: a view's bytes copied there (snap_keep)
+ * or dropped (snap_unview, before the buffer is written). */
+void snap_keep(struct snap *s);
+void snap_unview(struct snap *s);
 
 /*
  * Copies the registers (regs, as the tracer read them at the stop) and the
