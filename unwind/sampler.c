@@ -69,12 +69,17 @@
  * highest stack address a thread's walks needed. */
 #define COPY_MARGIN 512u
 /* perf source: a thread's ring holds this many samples at least: the
- * rings are emptied every PERF_DRAIN_PERIODS periods or so, and the slack
- * is for a tracing thread that waits for a CPU. */
+ * rings are emptied every PERF_DRAIN_PERIODS periods or so (at most 1.5
+ * times that, 12 samples at the shortest period), and the slack is for a
+ * tracing thread that waits for a CPU. */
 #define PERF_RING_RECORDS 16u
-/* ... and its sampling period is drawn anew at each emptying, every few
- * periods: see perf_drain_period. */
-#define PERF_DRAIN_PERIODS 3u
+/* ... and emptied every PERF_DRAIN_PERIODS periods on average, at random
+ * gaps: see perf_drain_period. */
+#define PERF_DRAIN_PERIODS 4u
+/* A thread's sampling period is drawn anew at the first emptying that
+ * finds it took this many samples at the current one: see
+ * perf_drain_period. */
+#define PERF_LATTICE 8u
 /* ... and the memory of all the rings, locked by the kernel, stays under
  * this: past it, auto sampling uses stops (sampler_stats.perf_refused). */
 #define PERF_RING_BUDGET (64ull << 20)
@@ -105,6 +110,7 @@ struct samp_thread {
 	struct samp_proc *proc;
 	struct perf_thread *perf;	/* perf source: its event; NULL: sampled by stops */
 	bool perf_grow;			/* a walk ran off its samples' copy: see perf_grow */
+	unsigned perf_lattice;		/* samples its event took at its current period */
 	bool primed;
 	bool have_last;			/* wall: last_frames hold its stack */
 	uint32_t last_entry;		/* wall: its entry in the stacks, 0: unknown */
@@ -462,10 +468,11 @@ static int perf_take(struct sampler *s, struct tracer_thread *th, bool keep)
 		s->n_snaps++;
 		taken++;
 	}
-	if (taken) {
-		/* Gaps drawn anew, as the ticks' are: a fixed period would
-		 * sample in lockstep with work that repeats at it. */
+	/* A period drawn anew every few samples: see perf_gap. */
+	st->perf_lattice += taken;
+	if (st->perf_lattice >= PERF_LATTICE) {
 		perf_thread_set_period(st->perf, perf_gap(s));
+		st->perf_lattice = 0;
 	}
 	return 0;
 }
@@ -483,6 +490,7 @@ static int perf_open_thread(struct sampler *s, struct tracer_thread *th, size_t 
 		return r;
 	}
 	s->perf_ring_total += ring;
+	st->perf_lattice = 0;
 	s->stats.perf_threads++;
 	return 0;
 }
@@ -1803,16 +1811,17 @@ static uint64_t period_fraction(struct sampler *s)
  * periods on average, at random gaps as the stop path's ticks.
  *
  * The kernel samples a thread at a fixed period until cprof draws another
- * (perf_gap, at each emptying that found samples of it): the samples in
- * between are a lattice, in lockstep with work that repeats at a divisor
- * of the period.  Drawn every 10 periods or so (a ring emptied every
- * 50 ms at 100 Hz), that was seen in fresh-clone CI: identical 1 s runs of
- * mover -p 70 gave fn_a 78-81% of the samples against 70% in 4 of 20
- * pairs, and cprof diff called them regressions.  Drawing a period takes
- * an ioctl that waits for the thread's CPU (an IPI, about 25 us of cprof's
- * time here): after every sample it cost 46 us a sample at 1000 Hz, every
- * 3 periods 10 us, against 5 us every 8.  So lattices of about 3 samples,
- * whose phases the next draw scatters.
+ * (perf_gap, every PERF_LATTICE samples): the samples in between are a
+ * lattice.  Each lattice's period is drawn from a range 0.9 periods wide,
+ * so its step modulo the period of work that repeats faster than that is
+ * uniform: any two samples of a lattice fall at independent phases of the
+ * work, and a share has the variance of independent samples, whatever the
+ * lattice's length.  Simulated (70/30 work repeating every 0.5 to 33 ms,
+ * 100 samples at 100 Hz), the sd is the same for lattices of 1, 3, 6 and
+ * 8 samples; long ones only fatten the far tails a little.  A draw costs
+ * an ioctl that waits for the thread's CPU (an IPI, about 35 us of cprof's
+ * time on this VM): at one draw every 3 samples it was a third of cprof's
+ * CPU on xz at 100 Hz, and the emptyings' wake-ups a fifth.
  */
 static uint64_t perf_drain_period(const struct sampler *s)
 {
@@ -1821,8 +1830,8 @@ static uint64_t perf_drain_period(const struct sampler *s)
 
 /* A thread's next period, in its CPU time.  A draw restarts the kernel's
  * timer, which loses the part of a period already run: drawn from
- * [0.5, 1.4) periods, the rate stays about -F (1.12 times -F from
- * [0.4, 1.3), 0.75 from [0.5, 1.5)). */
+ * [0.5, 1.4) periods every 8 samples, the rate is -F (0.99-1.06 times -F
+ * on xz at 100 and 1000 Hz; every 3 samples it was 0.91 times). */
 static uint64_t perf_gap(struct sampler *s)
 {
 	return s->period_ns / 2 + period_fraction(s) * 9 / 10;
