@@ -72,7 +72,7 @@
  * rings are emptied every PERF_DRAIN_PERIODS periods or so (at most 1.5
  * times that, 12 samples at the shortest period), and the slack is for a
  * tracing thread that waits for a CPU. */
-#define PERF_RING_RECORDS 16u
+#define PERF_RING_RECORDS 14u
 /* ... and emptied every PERF_DRAIN_PERIODS periods on average, at random
  * gaps: see perf_drain_period. */
 #define PERF_DRAIN_PERIODS 4u
