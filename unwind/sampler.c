@@ -1828,13 +1828,14 @@ static uint64_t perf_drain_period(const struct sampler *s)
 	return s->period_ns * PERF_DRAIN_PERIODS;
 }
 
-/* A thread's next period, in its CPU time.  A draw restarts the kernel's
- * timer, which loses the part of a period already run: drawn from
- * [0.5, 1.4) periods every 8 samples, the rate is -F (0.99-1.06 times -F
- * on xz at 100 and 1000 Hz; every 3 samples it was 0.91 times). */
+/* A thread's next period, in its CPU time, drawn from [0.53, 1.43)
+ * periods.  A draw restarts the kernel's timer, which loses the part of a
+ * period already run: drawn every 3 samples from [0.5, 1.4), the rate was
+ * 0.91 times -F on xz at 100 Hz; every 8 samples, 1.04 times, and 0.97
+ * from [0.55, 1.45). */
 static uint64_t perf_gap(struct sampler *s)
 {
-	return s->period_ns / 2 + period_fraction(s) * 9 / 10;
+	return s->period_ns * 53 / 100 + period_fraction(s) * 9 / 10;
 }
 
 /* A new thread's first period: shorter, so that a thread that lives less
