@@ -640,6 +640,35 @@ static int perf_sample_maps(struct sampler *s, struct samp_proc *p, struct snap 
 	return 0;
 }
 
+/*
+ * The kernel announces the mappings made after a thread's event is open;
+ * the maps read at attach know those made before that read.  A library
+ * mapped in between (a dlopen during the perf_event_open probe, which can
+ * take 10 ms) and unmapped before the drain that reads its samples was
+ * known to neither: attach-hostile's churned library had a sample without
+ * a name.  A read of maps once every event is open gives the executable
+ * mappings the first read did not see as if announced.  Returns 0 or
+ * -ENOMEM.
+ */
+static int perf_announce_gap(struct samp_proc *p)
+{
+	struct proc_maps now = { 0 };
+	size_t i;
+	int r = 0;
+
+	if (!p->ready || proc_maps_read(p->pid, &now) < 0)
+		return 0;
+	for (i = 0; i < now.n && r == 0; i++) {
+		const struct proc_map *m = &now.v[i];
+		const struct proc_map *c = proc_maps_find(&p->maps, m->start);
+
+		if ((m->perms & PROC_MAP_X) && m->path[0] == '/' && !(c && same_mapping(c, m)))
+			r = proc_maps_add(&p->announced, m);
+	}
+	proc_maps_free(&now);
+	return r;
+}
+
 /* Every thread's samples so far into s->snaps. */
 static int perf_drain(struct sampler *s)
 {
@@ -800,6 +829,10 @@ static int perf_start(struct sampler *s)
 	}
 	if (opened) {
 		s->stats.source = SAMPLER_SOURCE_PERF;
+		for (i = 0; i < s->n_procs; i++) {
+			if (perf_announce_gap(s->procs[i]) < 0)
+				return -ENOMEM;
+		}
 		return 0;
 	}
 	r = first ? first : -ESRCH;
