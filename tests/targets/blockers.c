@@ -312,21 +312,10 @@ int main(int argc, char **argv)
 	double seconds = 60;
 	sigset_t blocked;
 	unsigned long total;
-	int opt, err;
+	int err;
 
-	while ((opt = getopt(argc, argv, "s:r:")) != -1) {
-		switch (opt) {
-		case 's': seconds = strtod(optarg, NULL); break;
-		case 'r': ready = optarg; break;
-		default:
-			fprintf(stderr, "usage: blockers [-s SECONDS] [-r READYFILE]\n");
-			return 64;
-		}
-	}
-	if (optind < argc || !(seconds > 0)) {
-		fprintf(stderr, "usage: blockers [-s SECONDS] [-r READYFILE]\n");
+	if (target_options(argc, argv, "blockers", &seconds, &ready))
 		return 64;
-	}
 	sigemptyset(&blocked);
 	sigaddset(&blocked, SIGUSR2);
 	pthread_sigmask(SIG_BLOCK, &blocked, NULL);

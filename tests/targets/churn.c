@@ -79,21 +79,10 @@ int main(int argc, char **argv)
 	double seconds = 5;
 	unsigned long created = 0, joined = 0;
 	pthread_t spinner;
-	int opt, err;
+	int err;
 
-	while ((opt = getopt(argc, argv, "s:r:")) != -1) {
-		switch (opt) {
-		case 's': seconds = strtod(optarg, NULL); break;
-		case 'r': ready = optarg; break;
-		default:
-			fprintf(stderr, "usage: churn [-s SECONDS] [-r READYFILE]\n");
-			return 64;
-		}
-	}
-	if (!(seconds > 0)) {
-		fprintf(stderr, "usage: churn [-s SECONDS] [-r READYFILE]\n");
+	if (target_options(argc, argv, "churn", &seconds, &ready))
 		return 64;
-	}
 	target_start_deadline(seconds);
 
 	err = pthread_create(&spinner, NULL, spinner_main, NULL);

@@ -75,21 +75,9 @@ int main(int argc, char **argv)
 	const char *ready = NULL;
 	double seconds = 5;
 	uint64_t iterations = 0, sum, want = 0;
-	int opt;
 
-	while ((opt = getopt(argc, argv, "s:r:")) != -1) {
-		switch (opt) {
-		case 's': seconds = strtod(optarg, NULL); break;
-		case 'r': ready = optarg; break;
-		default:
-			fprintf(stderr, "usage: inline [-s SECONDS] [-r READYFILE]\n");
-			return 64;
-		}
-	}
-	if (!(seconds > 0)) {
-		fprintf(stderr, "usage: inline [-s SECONDS] [-r READYFILE]\n");
+	if (target_options(argc, argv, "inline", &seconds, &ready))
 		return 64;
-	}
 	target_start_deadline(seconds);
 	if (ready && target_write_ready(ready) != 0) {
 		fprintf(stderr, "inline: cannot write '%s': %s\n", ready, strerror(errno));

@@ -75,17 +75,9 @@ int main(int argc, char **argv)
 	const char *ready = NULL;
 	double seconds = 10;
 	pthread_t t;
-	int c;
 
-	while ((c = getopt(argc, argv, "s:r:")) != -1) {
-		switch (c) {
-		case 's': seconds = atof(optarg); break;
-		case 'r': ready = optarg; break;
-		default:
-			fprintf(stderr, "usage: popped [-s SECONDS] [-r READYFILE]\n");
-			return 2;
-		}
-	}
+	if (target_options(argc, argv, "popped", &seconds, &ready))
+		return 64;
 	target_start_deadline(seconds);
 	if (pthread_create(&t, NULL, stopper, NULL)) {
 		perror("pthread_create");

@@ -88,21 +88,10 @@ int main(int argc, char **argv)
 	sigset_t counted, pending;
 	pthread_t spinner;
 	int64_t end, drain_end;
-	int opt, err, drained = 0;
+	int err, drained = 0;
 
-	while ((opt = getopt(argc, argv, "s:r:")) != -1) {
-		switch (opt) {
-		case 's': seconds = strtod(optarg, NULL); break;
-		case 'r': ready = optarg; break;
-		default:
-			fprintf(stderr, "usage: sigcount [-s SECONDS] [-r READYFILE]\n");
-			return 64;
-		}
-	}
-	if (!(seconds > 0)) {
-		fprintf(stderr, "usage: sigcount [-s SECONDS] [-r READYFILE]\n");
+	if (target_options(argc, argv, "sigcount", &seconds, &ready))
 		return 64;
-	}
 	end = now_ns() + (int64_t)(seconds * 1e9);
 
 	memset(&sa, 0, sizeof(sa));

@@ -11,8 +11,10 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TARGET_UNUSED __attribute__((unused))
 
@@ -53,6 +55,29 @@ static TARGET_UNUSED int target_past_deadline(void)
 	clock_gettime(CLOCK_MONOTONIC, &now);
 	return now.tv_sec > target_deadline.tv_sec ||
 	       (now.tv_sec == target_deadline.tv_sec && now.tv_nsec >= target_deadline.tv_nsec);
+}
+
+/* The options of a target that takes only [-s SECONDS] [-r READYFILE]:
+ * into *seconds (left as it is without -s) and *ready.  Returns 0, or 64
+ * after printing the usage of name (an unknown option, an operand, or
+ * SECONDS not above 0). */
+static TARGET_UNUSED int target_options(int argc, char **argv, const char *name,
+					double *seconds, const char **ready)
+{
+	int opt;
+
+	while ((opt = getopt(argc, argv, "s:r:")) != -1) {
+		switch (opt) {
+		case 's': *seconds = strtod(optarg, NULL); break;
+		case 'r': *ready = optarg; break;
+		default: goto usage;
+		}
+	}
+	if (optind == argc && *seconds > 0)
+		return 0;
+usage:
+	fprintf(stderr, "usage: %s [-s SECONDS] [-r READYFILE]\n", name);
+	return 64;
 }
 
 /* Writes "ready" to path through path.tmp and a rename, so that a test

@@ -69,17 +69,9 @@ int main(int argc, char **argv)
 {
 	const char *ready = NULL;
 	double seconds = 10;
-	int c;
 
-	while ((c = getopt(argc, argv, "s:r:")) != -1) {
-		switch (c) {
-		case 's': seconds = atof(optarg); break;
-		case 'r': ready = optarg; break;
-		default:
-			fprintf(stderr, "usage: twins [-s SECONDS] [-r READYFILE]\n");
-			return 2;
-		}
-	}
+	if (target_options(argc, argv, "twins", &seconds, &ready))
+		return 64;
 	target_start_deadline(seconds);
 	if (target_run_worker(worker_main, "twins", ready))
 		return 1;
