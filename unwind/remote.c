@@ -985,25 +985,28 @@ static size_t vdso_second_chance(struct remote_unwinder *u, const struct snap *s
  * that word read as %rbp, and kept only if it reaches the thread's start
  * (a word popped into another register would not get there by chance).
  * attach-walk-memo met it once in about 1,500 samples of a 3-instruction
- * epilogue, with stops and with perf events.  Returns the frames, or 0
- * when the walk is left as it was.
+ * epilogue, with stops and with perf events.  As vdso_second_chance, the
+ * first walk (n frames) is made again when the guess does not reach a
+ * root.  Returns the frames of the walk kept.
  */
 static size_t popped_second_chance(struct remote_unwinder *u, const struct snap *s,
-				   struct prof_frame *frames, size_t max, enum remote_end *end)
+				   struct prof_frame *frames, size_t max, enum remote_end *end,
+				   size_t n)
 {
 	enum remote_end end2;
 	uint64_t fail_sp;
-	size_t n;
+	size_t n2;
 
 	if (*end != REMOTE_END_BAD_MEMORY || !u->read_popped || s->regs_partial)
-		return 0;
+		return n;
 	u->guess_popped = true;
-	n = walk(u, s, frames, max, &end2, &fail_sp);
+	n2 = walk(u, s, frames, max, &end2, &fail_sp);
 	u->guess_popped = false;
-	if (!remote_end_is_root(end2))
-		return 0;
-	*end = end2;
-	return n;
+	if (remote_end_is_root(end2)) {
+		*end = end2;
+		return n2;
+	}
+	return walk(u, s, frames, max, end, &fail_sp);
 }
 
 size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
@@ -1033,14 +1036,9 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	u->log.off = true;
 	if (remote_end_is_root(*end))
 		return n;
-	{
-		size_t n2 = popped_second_chance(u, s, frames, max, end);
-
-		if (n2)
-			return n2;
-		if (*end == REMOTE_END_BAD_MEMORY && u->read_popped)
-			n = walk(u, s, frames, max, end, &fail_sp);	/* the first walk's frames back */
-	}
+	n = popped_second_chance(u, s, frames, max, end, n);
+	if (remote_end_is_root(*end))
+		return n;
 	if (!remote_end_is_root(*end) && *end != REMOTE_END_NEED_REGS &&
 	    (n = vdso_second_chance(u, s, frames, max, end, n)) && remote_end_is_root(*end))
 		return n;
