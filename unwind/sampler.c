@@ -1852,10 +1852,10 @@ static uint64_t period_fraction(struct sampler *s)
  * lattice's length.  Simulated (bench/lattice-sim.py: 70/30 work
  * repeating every 0.5 to 33 ms, 100 samples at 100 Hz), the sd is the same
  * for lattices of 1, 3, 6 and 8 samples; long ones only fatten the far
- * tails a little.  A draw costs
- * an ioctl that waits for the thread's CPU (an IPI, about 35 us of cprof's
- * time on this VM): at one draw every 3 samples it was a third of cprof's
- * CPU on xz at 100 Hz, and the emptyings' wake-ups a fifth.
+ * tails a little.  A draw costs an ioctl that waits for the thread's CPU
+ * (an IPI, about 35 us of cprof's time on this VM): at one draw every 3
+ * samples it was a third of cprof's CPU on xz at 100 Hz, and the
+ * emptyings' wake-ups a fifth.
  */
 static uint64_t perf_drain_period(const struct sampler *s)
 {
