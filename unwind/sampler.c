@@ -1923,8 +1923,8 @@ static int session_loop(struct sampler *s)
 			if (r < 0)
 				break;
 			s->stats.ticks++;
-			next += period / 2 + (drain_only ? period_fraction(s) * PERF_DRAIN_PERIODS :
-						     period_fraction(s));
+			/* a gap uniform in [period / 2, 3 * period / 2) */
+			next += period / 2 + cprof_rand_below(&s->rng, period);
 			now = cprof_now_ns();
 			if (next <= now) {
 				uint64_t behind = (now - next) / period + 1;
