@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* The session attach and record share, and its report: the state that
+ * session.c (the session) and session_print.c (its printing) share. */
+#ifndef CPROF_CLI_SESSION_H
+#define CPROF_CLI_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cli/cli.h"
+#include "process/modules.h"
+#include "symbolize/live.h"
+
+#define SESSION_N_COMMENTS 5
+#define SESSION_COMMENT_MAX 320
+
+/*
+ * The live status line on a terminal: rewritten in place with '\r', padded
+ * over the longer line it replaces (no terminal escapes needed).  Written
+ * by the session thread while the main thread waits for it, then by the
+ * main thread: never by both at once.
+ */
+struct progress {
+	uint64_t duration_ns;
+	size_t shown;		/* length of the line on the terminal, 0: none */
+	struct sym_live *live;	/* whose downloads the line shows; NULL: none */
+};
+
+/* What the summary says about symbols, gathered around the write. */
+struct sym_note {
+	struct sym_live *live;			/* downloads, perf map; NULL: none */
+	const struct proc_modules *mods;
+	const struct proc_module **unnamed;	/* looked up, nothing named */
+	size_t n_unnamed, cap_unnamed;
+};
+
+/* The profile's comments: how it was made and what it cost. */
+void session_format_comments(char line[SESSION_N_COMMENTS][SESSION_COMMENT_MAX],
+			     const struct cli_session *a, const char *what,
+			     const struct sampler_stats *st);
+
+/* The status line: show text, erase it (pr may be NULL), and the sampler's
+ * progress callback (arg: the struct progress) that rewrites it. */
+void session_progress_show(struct progress *pr, const char *text);
+void session_progress_clear(struct progress *pr);
+void session_progress_update(const struct sampler_stats *st, void *arg);
+
+/* Why perf events were not used, or NULL when they were; buf holds it
+ * when it is made up. */
+const char *session_perf_refusal(const struct sampler_stats *st, char *buf, size_t size);
+
+/* After the profile is written: the summary and what debuginfo was missing
+ * (unless -q), and the JSON object with --json. */
+void session_report(const struct cli_session *a, pid_t pid, const struct sampler *s,
+		    const struct sym_note *note);
+
+#endif
