@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the files of the symbolizer share: the context, the per-module
+ * state, and the steps one lookup goes through (symbolize.c drives them;
+ * names.c keeps the strings, dwfl_report.c reports modules to libdwfl,
+ * dwarf_scopes.c reads lines and inline chains).  Not for other modules.
+ */
+#ifndef CPROF_SYMBOLIZE_SYMBOLIZE_IMPL_H
+#define CPROF_SYMBOLIZE_SYMBOLIZE_IMPL_H
+
+#include <elfutils/libdwfl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/htab.h"
+#include "symbolize/symbolize.h"
+
+/* Deepest inline chain we report; deeper ones keep their innermost frames. */
+#define MAX_FRAMES 64
+
+struct arena_chunk;
+
+/* Per-module state, indexed by module id. */
+struct mod_state {
+	Dwfl_Module *dm;
+	Dwarf_Addr dm_bias;	/* libdwfl's bias; 0 for ET_EXEC */
+	const char *build_id;	/* interned, the cache key */
+	bool tried;		/* reported (or failed to) */
+	bool looked_up;		/* some address was asked for */
+	bool has_functions;	/* some address was named */
+	bool has_lines;
+	bool cus_built;		/* cus was tried */
+	struct cu_index *cus;	/* CUs by their own ranges, for DWARF without aranges */
+	Dwarf_Addr cus_bias;
+	bool go_tried;		/* go was tried */
+	struct gopcln *go;	/* Go's pc-line table, for a Go binary without symbols */
+};
+
+struct cache_entry {
+	const char *build_id;	/* interned; NULL: keyed by module id */
+	uint32_t mod_id;
+	bool has_lines;
+	uint64_t vaddr;		/* ELF address looked up (runtime - bias) */
+	const struct sym_frame *frames;
+	size_t n;
+};
+
+struct sym_ctx {
+	const struct proc_modules *t;
+	struct sym_perfmap *perfmap;	/* names of code outside modules; NULL: none */
+	/* debug files found beyond this machine (downloads); NULL: none */
+	const char *(*debuginfo)(void *arg, const char *build_id);
+	void *debuginfo_arg;
+	unsigned flags;
+	Dwfl *dwfl;
+
+	struct mod_state *mods;
+	size_t nmods;		/* slots (all zeroed until used), by module id - 1 */
+
+	/* Interned strings (pointers into the arena), found by content. */
+	const char **strs;
+	size_t nstrs, cap_strs;
+	struct cprof_htab str_index;
+
+	/* Resolved addresses, found by (build-id or module, ELF address). */
+	struct cache_entry *cache;
+	size_t ncache, cap_cache;
+	struct cprof_htab cache_index;
+
+	struct arena_chunk *arena;
+};
+
+/* What one address resolves to before it becomes frames. */
+struct resolved {
+	const char *symname;	/* from the symbol table, NULL if none */
+	const char *src;	/* file of the line table row, NULL if none */
+	int line;
+	struct sym_frame frames[MAX_FRAMES];
+	size_t n;
+};
+
+/* names.c */
+/* size bytes that live as long as ctx, or NULL. */
+void *sym_arena_alloc(struct sym_ctx *ctx, size_t size);
+/*
+ * Sets *out to the ctx's copy of s (NULL for NULL).  Returns 0, or -ENOMEM:
+ * a name that cannot be kept is an error, never an unknown symbol.
+ */
+int sym_intern(struct sym_ctx *ctx, const char *s, const char **out);
+/* Fills f with a name pair: system_name raw (sys), function as people read
+ * it.  Returns 0 or -ENOMEM. */
+int sym_name_frame(struct sym_ctx *ctx, const char *sys, struct sym_frame *f);
+/* Frees the strings and the arena. */
+void sym_names_free(struct sym_ctx *ctx);
+
+/* dwfl_report.c */
+/* The libdwfl session modules are reported to, or NULL. */
+Dwfl *sym_dwfl_begin(void);
+/*
+ * Reports mod to libdwfl on first use (st->tried).  Returns 0 (st->dm NULL
+ * when the module cannot be read) or -ENOMEM.
+ */
+int sym_report_module(struct sym_ctx *ctx, const struct proc_module *mod, struct mod_state *st);
+
+/* dwarf_scopes.c */
+/* The line table row for DWARF address da into r->src, r->line. */
+void sym_resolve_line(struct mod_state *st, Dwarf_Addr da, struct resolved *r);
+/* The inline chain at da as r's frames (innermost first); none without a
+ * CU.  Returns 0 or -ENOMEM. */
+int sym_resolve_inline(struct sym_ctx *ctx, struct mod_state *st, Dwarf_Addr da,
+		       struct resolved *r);
+
+#endif
