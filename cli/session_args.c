@@ -29,7 +29,7 @@ void cli_session_defaults(struct cli_session *a)
 	a->stack_size = 64u << 10;
 	a->mode = SAMPLER_CPU;
 	/* One thread at a time: each is stopped only while its own stack is
-	 * copied (the README gives the measurements). */
+	 * copied (doc/cost.md gives the measurements). */
 	a->stop = SAMPLER_STOP_THREAD;
 	/* cpu mode: the kernel's samples when perf events are permitted (no
 	 * stop at all), stops otherwise. */
