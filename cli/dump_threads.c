@@ -23,6 +23,7 @@ struct dump_args {
 	bool no_source;
 	bool quiet;
 	bool children;		/* --children: the descendants of pid too */
+	bool no_python;		/* --python off */
 	unsigned long max_frames;
 	size_t stack_size;
 	pid_t only[MAX_ONLY];
@@ -34,6 +35,7 @@ static void dump_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof dump-threads -p PID [--json] [--no-source] [--threads TID,...]\n"
 		"                          [-n MAXFRAMES] [--stack-size BYTES] [-q] [--children]\n"
+		"                          [--python auto|off]\n"
 		"\n"
 		"Prints the stack of every thread of the running process PID, all captured at\n"
 		"one instant: blocked threads are read without being stopped, running ones are\n"
@@ -44,6 +46,9 @@ static void dump_usage(FILE *f)
 		"      --no-source        no file:line (faster: no line tables loaded)\n"
 		"      --threads LIST     only these thread ids (comma separated)\n"
 		"      --children         the descendants of PID too, one process after another\n"
+		"      --python auto|off  CPython's frames spliced into the native stacks where\n"
+		"                         the interpreter runs them (default auto: when PID runs\n"
+		"                         CPython 3.8-3.13)\n"
 		"  -n, --max-frames N     frames per thread, 1..%d (default %d)\n"
 		"      --stack-size N     bytes of stack copied per thread, 4k..8m (default 256k)\n"
 		"  -q, --quiet            no summary line on stderr\n"
@@ -110,6 +115,18 @@ static enum cli_opt_status opt_stack(void *value, const char *arg)
 	return CLI_OPT_INVALID;
 }
 
+static enum cli_opt_status opt_python(void *value, const char *arg)
+{
+	struct dump_args *a = value;
+
+	if (!strcmp(arg, "auto") || !strcmp(arg, "off")) {
+		a->no_python = !strcmp(arg, "off");
+		return CLI_OPT_TAKEN;
+	}
+	cli_error("invalid --python '%s': expected auto or off", arg);
+	return CLI_OPT_INVALID;
+}
+
 static const struct cli_command_line dump_line = {
 	.name = "dump-threads", .usage = dump_usage, .min_args = 0, .max_args = 0,
 	.stop_at_operand = true,
@@ -127,6 +144,7 @@ static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args 
 		CLI_OPTION_CALLBACK(0, "stack-size", a, opt_stack),
 		CLI_OPTION_BOOL('q', "quiet", &a->quiet),
 		CLI_OPTION_BOOL(0, "children", &a->children),
+		CLI_OPTION_CALLBACK(0, "python", a, opt_python),
 		CLI_OPTION_END,
 	};
 	enum cli_parse_result r;
@@ -193,6 +211,17 @@ struct printer {
 typedef void (*frame_fn)(struct printer *pr, size_t index, const struct prof_frame *pf,
 			 const struct proc_module *mod, const struct sym_frame *sf, void *arg);
 
+/* A Python frame (PROF_FRAME_PYTHON) as a symbolic frame. */
+static bool python_frame(struct printer *pr, const struct prof_frame *pf, struct sym_frame *out)
+{
+	struct py_location loc;
+
+	if (!pr->c->py || py_location(pr->c->py, pf->addr, &loc) < 0)
+		return false;
+	*out = (struct sym_frame){ .function = loc.function, .file = loc.file, .line = loc.line };
+	return true;
+}
+
 static void for_each_frame(struct printer *pr, const struct capture_thread *ct, frame_fn fn,
 			   void *arg)
 {
@@ -200,6 +229,7 @@ static void for_each_frame(struct printer *pr, const struct capture_thread *ct, 
 
 	for (i = 0; i < ct->n_frames; i++) {
 		const struct prof_frame *pf = &ct->frames[i];
+		struct sym_frame py;
 		const struct proc_module *mod =
 			pf->module ? proc_modules_get(pr->c->mods, pf->module) : NULL;
 		const struct sym_frame *sf = NULL;
@@ -208,6 +238,11 @@ static void for_each_frame(struct printer *pr, const struct capture_thread *ct, 
 		/* The [truncated] mark: the text says why the stack ends. */
 		if (pf->flags & PROF_FRAME_TRUNCATED)
 			continue;
+		if (pf->flags & PROF_FRAME_PYTHON) {
+			if (index < pr->a->max_frames && python_frame(pr, pf, &py))
+				fn(pr, index++, pf, NULL, &py, arg);
+			continue;
+		}
 		/* mod NULL: JIT code, which the perf map may name */
 		if (pr->sym &&
 		    sym_lookup(pr->sym, mod, pf->addr, !(pf->flags & PROF_FRAME_EXACT), &sf, &n) < 0)
@@ -228,8 +263,11 @@ static void text_frame(struct printer *pr, size_t index, const struct prof_frame
 {
 	FILE *f = pr->f;
 
-	fprintf(f, "  #%-3zu 0x%016llx %s", index, (unsigned long long)pf->addr,
-		sf && sf->function ? sf->function : "??");
+	if (pf->flags & PROF_FRAME_PYTHON)
+		fprintf(f, "  #%-3zu %-18s %s", index, "(python)", sf->function);
+	else
+		fprintf(f, "  #%-3zu 0x%016llx %s", index, (unsigned long long)pf->addr,
+			sf && sf->function ? sf->function : "??");
 	if (sf && sf->inlined)
 		fputs(" [inlined]", f);
 	if (sf && sf->file && !pr->a->no_source) {
@@ -273,14 +311,35 @@ static void json_frame(struct printer *pr, size_t index, const struct prof_frame
 {
 	FILE *f = pr->f;
 
-	fprintf(f, "%s\n      {\"index\": %zu, \"address\": \"0x%llx\", \"function\": ",
-		index ? "," : "", index, (unsigned long long)pf->addr);
+	if (pf->flags & PROF_FRAME_PYTHON)
+		fprintf(f, "%s\n      {\"index\": %zu, \"python\": true, \"address\": null, "
+			   "\"function\": ", index ? "," : "", index);
+	else
+		fprintf(f, "%s\n      {\"index\": %zu, \"address\": \"0x%llx\", \"function\": ",
+			index ? "," : "", index, (unsigned long long)pf->addr);
 	cli_json_string(f, sf ? sf->function : NULL);
 	fprintf(f, ", \"inlined\": %s, \"file\": ", sf && sf->inlined ? "true" : "false");
 	cli_json_string(f, sf && !pr->a->no_source ? sf->file : NULL);
 	fprintf(f, ", \"line\": %d, \"module\": ", sf && !pr->a->no_source ? sf->line : 0);
 	cli_json_string(f, mod ? mod->path : NULL);
 	fputc('}', f);
+}
+
+/* "python": the interpreter found, or null with the reason. */
+static void json_python(const struct capture *c, FILE *f)
+{
+	fputs("  \"python\": ", f);
+	if (c->py) {
+		fputs("{\"version\": ", f);
+		cli_json_string(f, py_proc_version(c->py));
+		fputs(", \"module\": ", f);
+		cli_json_string(f, py_proc_module(c->py));
+		fprintf(f, ", \"threads_with_frames\": %zu},\n", c->n_py_threads);
+	} else {
+		fputs("null, \"python_error\": ", f);
+		cli_json_string(f, c->py_err == -EPROTO ? c->py_why : NULL);
+		fputs(",\n", f);
+	}
 }
 
 static void print_json(struct printer *pr)
@@ -290,9 +349,12 @@ static void print_json(struct printer *pr)
 	size_t i;
 
 	fprintf(f, "{\n  \"pid\": %d,\n  \"freeze_ns\": %llu,\n  \"stopped_ns\": %llu,\n"
-		   "  \"threads_stopped\": %zu,\n  \"threads_unstopped\": %zu,\n  \"threads\": [",
+		   "  \"threads_stopped\": %zu,\n  \"threads_unstopped\": %zu,",
 		(int)c->pid, (unsigned long long)c->freeze_ns, (unsigned long long)c->stopped_ns,
 		c->n_stopped, c->n_blocked);
+	fputs("\n", f);
+	json_python(c, f);
+	fputs("  \"threads\": [", f);
 	for (i = 0; i < c->n; i++) {
 		const struct capture_thread *ct = &c->threads[i];
 		char state[2] = { ct->state ? ct->state : '?', 0 };
@@ -323,7 +385,8 @@ int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size
 	/* dump-threads' defaults: see parse_args */
 	struct dump_args a = { .pid = pid, .json = json, .max_frames = DEFAULT_FRAMES,
 			       .stack_size = 256u << 10 };
-	struct capture_opts co = { .stack_size = a.stack_size, .max_frames = a.max_frames };
+	struct capture_opts co = { .stack_size = a.stack_size, .max_frames = a.max_frames,
+				   .python = true };
 	struct capture c;
 	struct printer pr = { .a = &a, .c = &c, .f = f };
 	int ret;
@@ -357,6 +420,7 @@ static int capture(const struct dump_args *a, struct capture *c, bool descendant
 		.max_frames = a->max_frames,
 		.only = a->n_only ? a->only : NULL,
 		.n_only = a->n_only,
+		.python = !a->no_python,
 	};
 	char why[256];
 	int ret;
@@ -431,6 +495,11 @@ static int finish(const struct dump_args *a, const struct capture *c)
 			  a->n_only, (int)a->pid);
 		code = CPROF_EXIT_PARTIAL;
 	}
+	if (c->py_err == -EPROTO)
+		fprintf(stderr, "cprof: %s\n", c->py_why);
+	if (!a->quiet && c->py)
+		fprintf(stderr, "cprof: python %s (%s): Python frames in %zu threads\n",
+			py_proc_version(c->py), base_name(py_proc_module(c->py)), c->n_py_threads);
 	if (!a->quiet)
 		fprintf(stderr,
 			"cprof: dumped %zu threads of pid %d: %zu stopped for a freeze of %.3f ms "

@@ -945,3 +945,25 @@ source_line_of() {
 profile_has_stack() {
 	awk -F'\t' -v seq=";$2;" 'index(";" $3 ";", seq) { ok = 1 } END { exit !ok }' "$1.samples"
 }
+
+# ---- CPython targets -----------------------------------------------------
+
+# python_interpreters: the CPython interpreters the Python tests run on, one
+# path a line: Debian's /usr/bin/python3.11 always (scripts/deps.sh installs
+# it), then pyenv's newest 3.8 ... 3.13, those installed; says on stderr
+# which minor versions it skipped.
+python_interpreters() {
+	local root m p
+	[ -x /usr/bin/python3.11 ] ||
+		fail "/usr/bin/python3.11 not found (scripts/deps.sh installs Debian's python3.11)"
+	echo /usr/bin/python3.11
+	root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "${HOME:-}/.pyenv")}
+	for m in 8 9 10 11 12 13; do
+		p=$(ls -d "$root"/versions/3.$m.[0-9]* 2>/dev/null | grep -v 't$' | sort -V | tail -n 1 || true)
+		if [ -n "$p" ] && [ -x "$p/bin/python3" ]; then
+			echo "$p/bin/python3"
+		else
+			echo "$ME: pyenv CPython 3.$m is not installed under $root: skipped" >&2
+		fi
+	done
+}

@@ -30,6 +30,9 @@ struct cap_ctx {
 	struct tracer *t;
 	struct remote_unwinder *u;
 	struct procfs_fdcache fds;
+	size_t frames_cap;		/* room in each thread's frames */
+	struct py_stacks pys;		/* Python frames, read while nothing runs */
+	int pys_err;
 };
 
 static int cmp_tid(const void *a, const void *b)
@@ -144,7 +147,7 @@ static int list_threads(struct cap_ctx *x)
 		ret = snap_init(&ct->snap, x->o->stack_size);
 		if (ret < 0)
 			break;
-		ct->frames = calloc(x->o->max_frames, sizeof(*ct->frames));
+		ct->frames = calloc(x->frames_cap, sizeof(*ct->frames));
 		if (!ct->frames) {
 			ret = -ENOMEM;
 			break;
@@ -264,6 +267,14 @@ static size_t recheck_blocked(struct cap_ctx *x)
 	return n;
 }
 
+/* The Python frames of every thread, read while the running threads are
+ * held and the others are blocked (re-checked afterwards). */
+static void read_python(struct cap_ctx *x)
+{
+	if (x->c->py)
+		x->pys_err = py_read_stacks(x->c->py, &x->pys);
+}
+
 /*
  * Phase two.  First the quick way: stop the running threads together, copy
  * them, resume them together, and only then re-check the threads read in
@@ -281,6 +292,7 @@ static void stop_phase(struct cap_ctx *x)
 	int round;
 
 	t0 = stop_wanted(x);
+	read_python(x);
 	tracer_resume_held(x->t);
 	freeze = t0 ? cprof_now_ns() - t0 : 0;
 	if (!recheck_blocked(x)) {
@@ -298,6 +310,7 @@ static void stop_phase(struct cap_ctx *x)
 				interrupt_thread(x, i);
 		wait_stops(x);
 	}
+	read_python(x);
 	tracer_resume_held(x->t);
 	if (t0 && cprof_now_ns() - t0 > freeze)
 		freeze = cprof_now_ns() - t0;
@@ -318,6 +331,24 @@ static int capture_main(struct tracer *t, void *arg)
 	return 0;
 }
 
+/* Each captured thread's Python frames, into its native stack. */
+static void splice_python(struct cap_ctx *x)
+{
+	struct capture *c = x->c;
+	size_t i, before;
+
+	for (i = 0; i < c->n; i++) {
+		struct capture_thread *ct = &c->threads[i];
+
+		if (ct->how == CAPTURE_NONE)
+			continue;
+		before = ct->n_frames;
+		ct->n_frames = py_splice(c->py, &x->pys, ct->tid, ct->frames, ct->n_frames,
+					 x->frames_cap);
+		c->n_py_threads += ct->n_frames > before;
+	}
+}
+
 int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 {
 	struct cap_ctx x = { .c = c, .o = o };
@@ -329,6 +360,7 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 	memset(c, 0, sizeof(*c));
 	c->pid = pid;
 	procfs_fdcache_init(&x.fds, pid);
+	x.frames_cap = o->python ? 2 * o->max_frames : o->max_frames;
 	ret = list_threads(&x);
 	if (ret < 0)
 		goto out;
@@ -344,6 +376,8 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 	ret = remote_create(&x.u, pid, c->mods, &c->maps);
 	if (ret < 0)
 		goto out;
+	c->py_err = o->python ? py_proc_open(&c->py, pid, c->mods, c->py_why, sizeof(c->py_why)) :
+				-ENOENT;
 
 	ret = tracer_run(pid, &cap_ops, &x, capture_main, &ts, NULL);
 	if (ret < 0)
@@ -359,7 +393,10 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 	c->n_blocked = 0;
 	for (i = 0; i < c->n; i++)
 		c->n_blocked += c->threads[i].how == CAPTURE_BLOCKED;
+	if (c->py && !x.pys_err)
+		splice_python(&x);
 out:
+	py_stacks_free(&x.pys);
 	c->wall_ns = cprof_now_ns() - start;
 	remote_destroy(x.u);
 	if (x.p) {
@@ -380,6 +417,7 @@ void capture_free(struct capture *c)
 	}
 	free(c->threads);
 	proc_maps_free(&c->maps);
+	py_proc_close(c->py);
 	if (c->mods)
 		proc_modules_destroy(c->mods);
 	memset(c, 0, sizeof(*c));

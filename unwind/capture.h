@@ -20,6 +20,7 @@
 #include "process/maps.h"
 #include "process/modules.h"
 #include "process/procfs.h"
+#include "python/python.h"
 #include "unwind/remote.h"
 #include "unwind/snapshot.h"
 
@@ -48,11 +49,13 @@ struct capture_opts {
 	size_t max_frames;
 	const pid_t *only;	/* capture only these tids (NULL: all) */
 	size_t n_only;
+	bool python;		/* splice CPython's frames in, when it runs there */
 };
 
 struct capture {
 	pid_t pid;
-	struct capture_thread *threads;	/* main thread first, then by tid */
+	struct capture_thread *threads;	/* main thread first, then by tid; with python,
+					 * frames has room for 2 * max_frames */
 	size_t n;
 	struct proc_maps maps;
 	struct proc_modules *mods;	/* owned; for symbolization */
@@ -62,6 +65,12 @@ struct capture {
 	size_t n_blocked;	/* captured without a stop */
 	uint64_t wall_ns;	/* the whole capture, attach to release */
 	bool attached;		/* false: the error came from attaching */
+	/* CPython (opts.python): py is the interpreter found, or NULL, then
+	 * py_err says why: -ENOENT none, -EPROTO unknown layout (py_why). */
+	struct py_proc *py;
+	int py_err;
+	char py_why[160];
+	size_t n_py_threads;	/* threads that got Python frames */
 };
 
 /*
