@@ -265,6 +265,25 @@ static int add_mappings(struct exporter *x, const struct prof_stacks *st)
 	return 0;
 }
 
+int prof_export_add(struct prof_builder *b, const struct prof_stacks *st,
+		    const struct proc_modules *mods, struct sym_ctx *sym,
+		    const struct prof_export_opts *o)
+{
+	struct exporter x = { .mods = mods, .sym = sym, .o = o, .b = b };
+	int ret;
+
+	ret = add_mappings(&x, st);
+	if (!ret)
+		ret = prof_stacks_foreach(st, add_sample, &x);
+	free(x.mapping_ids);
+	free(x.module_used);
+	free(x.locs);
+	cprof_htab_free(&x.loc_index);
+	free(x.loc_ids);
+	free(x.lines);
+	return ret;
+}
+
 int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,
 		struct sym_ctx *sym, const struct prof_export_opts *o, struct prof_builder **out)
 {
@@ -274,29 +293,21 @@ int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,
 		{ vt, "nanoseconds" },
 	};
 	const struct prof_value_type period_type = { vt, "nanoseconds" };
-	struct exporter x = { .mods = mods, .sym = sym, .o = o };
+	struct prof_builder *b;
 	int ret;
 
 	*out = NULL;
 	if ((o->value != PROF_VALUE_CPU && o->value != PROF_VALUE_WALL) || !o->hz)
 		return -EINVAL;
-	ret = prof_builder_create(&x.b, types, 2, period_type, 1000000000 / (int64_t)o->hz);
+	ret = prof_builder_create(&b, types, 2, period_type, 1000000000 / (int64_t)o->hz);
 	if (ret < 0)
 		return ret;
-	prof_set_time(x.b, o->time_nanos, o->duration_nanos);
-	ret = add_mappings(&x, st);
-	if (!ret)
-		ret = prof_stacks_foreach(st, add_sample, &x);
-	if (!ret) {
-		*out = x.b;
-		x.b = NULL;
+	prof_set_time(b, o->time_nanos, o->duration_nanos);
+	ret = prof_export_add(b, st, mods, sym, o);
+	if (ret < 0) {
+		prof_builder_destroy(b);
+		return ret;
 	}
-	prof_builder_destroy(x.b);
-	free(x.mapping_ids);
-	free(x.module_used);
-	free(x.locs);
-	cprof_htab_free(&x.loc_index);
-	free(x.loc_ids);
-	free(x.lines);
-	return ret;
+	*out = b;
+	return 0;
 }

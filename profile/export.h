@@ -48,4 +48,15 @@ struct prof_export_opts {
 int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,
 		struct sym_ctx *sym, const struct prof_export_opts *o, struct prof_builder **out);
 
+/*
+ * Adds st's samples to b, a profile prof_export made with the same value
+ * type and hz: one more sampling session of the same target (cprof top
+ * resumed after a pause), whose module ids are its own (mods).  Its
+ * modules get mappings of their own.  o's time is not used.  Returns 0 or
+ * -errno (b then holds part of st).
+ */
+int prof_export_add(struct prof_builder *b, const struct prof_stacks *st,
+		    const struct proc_modules *mods, struct sym_ctx *sym,
+		    const struct prof_export_opts *o);
+
 #endif
