@@ -186,6 +186,7 @@ int cmd_attach(int argc, char **argv);
 int cmd_record(int argc, char **argv);
 int cmd_dump_threads(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /*
  * dump-threads for cprof serve: captures pid's threads and prints them to f

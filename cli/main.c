@@ -16,6 +16,7 @@ static const struct cmd {
 	{ "attach", cmd_attach, "profile a running process into a pprof CPU profile" },
 	{ "record", cmd_record, "run a command and profile it until it exits" },
 	{ "dump-threads", cmd_dump_threads, "print every thread's stack, captured at one instant" },
+	{ "top", cmd_top, "watch a running process's top functions live, as top watches processes" },
 	{ "serve", cmd_serve, "serve a running process's profiles over HTTP, like Go's /debug/pprof" },
 	{ "report", cmd_report, "print the top functions, lines or files of a pprof profile" },
 	{ "diff", cmd_diff, "compare two profiles: which functions' shares grew or shrank" },
