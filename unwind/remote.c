@@ -5,10 +5,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include <libunwind.h>
 
+#include "process/memory.h"
 #include "unwind/debug_frame.h"
 #include "unwind/remote.h"
 #include "unwind/roots.h"
@@ -107,7 +107,6 @@ static int read_cached(struct remote_unwinder *u, uint64_t addr, void *dst, size
 	uint64_t page = addr & ~(uint64_t)(PAGE_SIZE_ - 1);
 	size_t off = (size_t)(addr - page), i;
 	struct page *slot;
-	struct iovec l, r;
 
 	if (off + len > PAGE_SIZE_)
 		return -EINVAL;
@@ -133,11 +132,7 @@ static int read_cached(struct remote_unwinder *u, uint64_t addr, void *dst, size
 		if (!slot->data)
 			return -ENOMEM;
 	}
-	l.iov_base = slot->data;
-	l.iov_len = PAGE_SIZE_;
-	r.iov_base = (void *)(uintptr_t)page;
-	r.iov_len = PAGE_SIZE_;
-	if (process_vm_readv(u->pid, &l, 1, &r, 1, 0) != (ssize_t)PAGE_SIZE_)
+	if (proc_mem_read_all(u->pid, page, slot->data, PAGE_SIZE_) < 0)
 		return -EFAULT;
 	slot->addr = page + 1;
 	u->n_pages++;
@@ -147,10 +142,7 @@ static int read_cached(struct remote_unwinder *u, uint64_t addr, void *dst, size
 
 static int read_live(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
 {
-	struct iovec l = { .iov_base = dst, .iov_len = len };
-	struct iovec r = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
-
-	return process_vm_readv(u->pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+	return proc_mem_read_all(u->pid, addr, dst, len) == 0 ? 0 : -EFAULT;
 }
 
 /*

@@ -5,8 +5,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 
+#include "process/memory.h"
 #include "unwind/sigframe.h"
 #include "unwind/snapshot.h"
 
@@ -68,7 +68,6 @@ static uint64_t word(const struct snap *s, size_t off)
 /* Copies [sp, end of its mapping) into s->stack2, up to stack_cap bytes. */
 static int copy_second(struct snap *s, pid_t pid, const struct proc_map *stack, uint64_t sp)
 {
-	struct iovec l, r;
 	size_t want;
 	ssize_t n;
 
@@ -80,11 +79,7 @@ static int copy_second(struct snap *s, pid_t pid, const struct proc_map *stack, 
 	want = s->stack_cap;
 	if (stack->end - sp < want)
 		want = (size_t)(stack->end - sp);
-	l.iov_base = s->stack2;
-	l.iov_len = want;
-	r.iov_base = (void *)(uintptr_t)sp;
-	r.iov_len = want;
-	n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+	n = proc_mem_read(pid, sp, s->stack2, want);
 	if (n > 0) {
 		s->stack2_start = sp;
 		s->stack2_len = (size_t)n;
@@ -142,10 +137,8 @@ int sigframe_capture(struct snap *s, pid_t pid, const struct proc_maps *maps)
 static bool restorer_at(pid_t pid, uint64_t addr)
 {
 	uint8_t code[SIGFRAME_RESTORER_LEN];
-	struct iovec l = { .iov_base = code, .iov_len = sizeof(code) };
-	struct iovec r = { .iov_base = (void *)(uintptr_t)addr, .iov_len = sizeof(code) };
 
-	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)sizeof(code) &&
+	return proc_mem_read_all(pid, addr, code, sizeof(code)) == 0 &&
 	       sigframe_is_restorer_code(code);
 }
 

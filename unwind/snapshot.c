@@ -9,6 +9,7 @@
 #include <sys/ptrace.h>
 #include <sys/uio.h>
 
+#include "process/memory.h"
 #include "process/procfs.h"
 #include "unwind/sigframe.h"
 #include "unwind/snapshot.h"
@@ -52,14 +53,13 @@ void snap_keep(struct snap *s)
 	memcpy(s->stack, view, s->stack_len);
 }
 
-/* One process_vm_readv from SP: a single iovec pair stops cleanly at the
- * first unmapped page, so an unknown stack end costs only a short read.
+/* One read from SP: it stops cleanly at the first unmapped page, so an
+ * unknown stack end costs only a short read.
  * limit (0: none) caps the copy below the capacity and the mapping's end. */
 static int copy_stack(struct snap *s, pid_t pid, const struct proc_maps *maps, size_t limit)
 {
 	const struct proc_map *m;
 	uint64_t stack_end;
-	struct iovec riov, liov;
 	size_t want;
 	ssize_t r;
 
@@ -77,14 +77,10 @@ static int copy_stack(struct snap *s, pid_t pid, const struct proc_maps *maps, s
 		want = limit;
 		s->stack_limited = true;
 	}
-	liov.iov_base = s->stack;
-	liov.iov_len = want;
-	riov.iov_base = (void *)(uintptr_t)s->stack_start;
-	riov.iov_len = want;
-	r = process_vm_readv(pid, &liov, 1, &riov, 1, 0);
+	r = proc_mem_read(pid, s->stack_start, s->stack, want);
 	if (r > 0)
 		s->stack_len = (size_t)r;
-	return r < 0 ? -errno : 0;
+	return r < 0 ? (int)r : 0;
 }
 
 int snap_capture_limited(struct snap *s, pid_t pid, pid_t tid,
