@@ -7,7 +7,8 @@
  * mapped library: fd, load bias, text span), and sym_lookup is called at a few
  * addresses taken from the input (its entry point, words of its tail, the
  * start of its file), as leaf and as return address, with and without source
- * lines.  What libdw reads goes through the module's fd, as it does in cprof.
+ * lines.  What libdw reads goes through the module's fd, and what cprof reads
+ * itself through the module's one ELF handle, as in cprof.
  * libdw and libelf themselves are not instrumented: ASan sees their crashes
  * (SEGV) but not their stray reads; the coverage guiding the search is that
  * of symbolize/.
@@ -20,6 +21,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "elf/objfile.h"
 #include "fuzz/fuzz.h"
 #include "symbolize/symbolize.h"
 
@@ -79,6 +81,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mod.text_start = FAKE_BIAS;
 	mod.text_end = FAKE_BIAS + (size > 0 ? size : 1);
 	mod.fd = fd;
+	/* The handle every reader shares, as proc_modules_update opens it. */
+	if (objfile_from_fd(&mod.file, fd) < 0)
+		mod.file = NULL;
 	mod.mapped = true;
 
 	/* e_entry of a 64-bit header, two words of the tail, fixed spots. */
@@ -104,6 +109,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink += sym_module_has_lines(ctx, &mod);
 		sym_destroy(ctx);
 	}
+	objfile_close(mod.file);
 	close(fd);
 	return 0;
 }

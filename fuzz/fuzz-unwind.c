@@ -18,10 +18,11 @@
 
 #include <libunwind.h>
 
+#include "elf/gopclntab.h"
+#include "elf/objfile.h"
 #include "fuzz/fuzz.h"
 #include "process/modules.h"
 #include "unwind/debug_frame.h"
-#include "unwind/gopclntab.h"
 #include "unwind/roots.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -64,6 +65,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	mod.text_start = 0x1000;
 	mod.text_end = 0x80000000ull;
 	mod.fd = fd;
+	/* One ELF handle for every reader, as proc_modules_update opens it. */
+	if (objfile_from_fd(&mod.file, fd) < 0)
+		mod.file = NULL;
 	mod.mapped = true;
 
 	if (dframe_load(&df, &mod) == 0) {
@@ -80,7 +84,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink += dframe_count(df);
 		dframe_free(df);
 	}
-	if (gopcln_open(&go, fd) == 0) {
+	if (gopcln_open(&go, mod.file ? objfile_elf(mod.file) : NULL) == 0) {
 		size_t n = gopcln_count(go), i;
 		char *cfi;
 		size_t len;
@@ -107,6 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink += roots_at(roots, 0x401000);
 		roots_free(roots);
 	}
+	objfile_close(mod.file);
 	close(fd);
 	return 0;
 }

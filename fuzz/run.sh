@@ -75,8 +75,8 @@ pkg_libs=$(pkg-config --libs $PKGS) || die "pkg-config --libs $PKGS failed"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS_F="-g -O1 -fno-omit-frame-pointer $SAN -I$root -I$build $pkg_cflags"
 # Every file of the directories the harnesses reach, so a new one links too;
-# symbolize.c reads Go line tables through unwind/gopclntab.c.
-LIB_SRC=$(cd "$root" && echo lib/*.c process/*.c symbolize/*.c unwind/gopclntab.c)
+# elf/ holds the ELF handles and the Go line tables symbolize.c reads.
+LIB_SRC=$(cd "$root" && echo lib/*.c elf/*.c process/*.c symbolize/*.c)
 objs=""
 for src in $LIB_SRC; do
 	obj="$out/obj/$(echo "$src" | tr / _).o"

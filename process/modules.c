@@ -1,36 +1,26 @@
 /* SPDX-License-Identifier: MIT */
-/* The table of ELF modules mapped in a target: discovery, ELF facts, fast lookup. */
+/* The table of ELF modules mapped in a target: discovery and fast lookup. */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <gelf.h>
-#include <inttypes.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
-#include "process/modules.h"
-
-#ifndef NT_GNU_BUILD_ID
-#define NT_GNU_BUILD_ID 3
-#endif
-
-/* Largest vdso we copy; real ones are one or two pages. */
-#define VDSO_MAX (1u << 20)
+#include "elf/objfile.h"
+#include "lib/grow.h"
+#include "process/modules-impl.h"
 
 /* A module plus what identifies it in the maps; callers see only pub. */
 struct mod_entry {
 	struct proc_module pub;
 	uint64_t inode;
 	uint32_t dev_major, dev_minor;
-	bool fd_borrowed;	/* pub.fd is another entry's: not closed here */
+	bool fd_borrowed;	/* pub.fd and pub.file are another entry's: not closed here */
 };
 
 struct index_entry {
@@ -49,15 +39,6 @@ struct proc_modules {
 	size_t n, cap;
 	struct index_entry *index;	/* mapped modules by text_start */
 	size_t nindex;
-};
-
-/* One executable file instance found in the maps during an update. */
-struct candidate {
-	const struct proc_map *first_x;	/* first executable mapping */
-	const struct proc_module *mod;	/* the module it became */
-	uint64_t base;
-	uint64_t text_start, text_end, text_offset;
-	bool have_base;
 };
 
 int proc_modules_create(struct proc_modules **out, pid_t pid)
@@ -93,8 +74,11 @@ void proc_modules_destroy(struct proc_modules *t)
 	for (i = 0; i < t->n; i++) {
 		struct mod_entry *e = t->mods[i];
 
-		if (e->pub.fd >= 0 && !e->fd_borrowed)
-			close(e->pub.fd);
+		if (!e->fd_borrowed) {
+			objfile_close(e->pub.file);
+			if (e->pub.fd >= 0)
+				close(e->pub.fd);
+		}
 		free(e->pub.path);
 		free(e->pub.build_id);
 		free(e->pub.go_build_id);
@@ -132,311 +116,6 @@ static bool wanted(const struct proc_map *m)
 	return true;
 }
 
-/* Reads the build-id out of one note buffer. */
-static char *build_id_from_notes(Elf_Data *data)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t off = 0, next, name_off, desc_off;
-	GElf_Nhdr nhdr;
-	size_t i;
-
-	while (off < data->d_size &&
-	       (next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
-		const char *name = (const char *)data->d_buf + name_off;
-
-		if (nhdr.n_type == NT_GNU_BUILD_ID && nhdr.n_namesz == 4 &&
-		    memcmp(name, "GNU", 4) == 0 && nhdr.n_descsz > 0 &&
-		    nhdr.n_descsz <= 64) {
-			const unsigned char *d =
-				(const unsigned char *)data->d_buf + desc_off;
-			char *s = malloc(nhdr.n_descsz * 2 + 1);
-
-			if (!s)
-				return NULL;
-			for (i = 0; i < nhdr.n_descsz; i++) {
-				s[2 * i] = hex[d[i] >> 4];
-				s[2 * i + 1] = hex[d[i] & 15];
-			}
-			s[nhdr.n_descsz * 2] = '\0';
-			return s;
-		}
-		off = next;
-	}
-	return NULL;
-}
-
-/*
- * Go's build id: a note named "Go" (Go pads the name to 4 bytes) of type 4 whose descriptor is the id as
- * printable text ("actionID/contentID" hashes, as `go tool buildid` prints).
- */
-static char *go_build_id_from_notes(Elf_Data *data)
-{
-	size_t off = 0, next, name_off, desc_off, i;
-	GElf_Nhdr nhdr;
-
-	while (off < data->d_size &&
-	       (next = gelf_getnote(data, off, &nhdr, &name_off, &desc_off)) > 0) {
-		const char *name = (const char *)data->d_buf + name_off;
-		const char *d = (const char *)data->d_buf + desc_off;
-
-		if (nhdr.n_type == 4 && (nhdr.n_namesz == 3 || nhdr.n_namesz == 4) &&
-		    memcmp(name, "Go", 3) == 0 &&
-		    nhdr.n_descsz > 0 && nhdr.n_descsz <= 256) {
-			for (i = 0; i < nhdr.n_descsz; i++)
-				if (d[i] <= ' ' || d[i] > '~')
-					return NULL;
-			return strndup(d, nhdr.n_descsz);
-		}
-		off = next;
-	}
-	return NULL;
-}
-
-/* Where the program headers say the file is loaded. */
-struct load_facts {
-	bool have_load, have_x_load;
-	uint64_t first_rel;	/* first PT_LOAD's page vaddr - its page offset */
-	uint64_t x_bias;	/* the bias, from the executable segment c maps */
-};
-
-/* The build ids in a PT_NOTE segment, those mod has not found yet. */
-static void read_phdr_notes(Elf *elf, const GElf_Phdr *ph, struct proc_module *mod)
-{
-	Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)ph->p_offset, ph->p_filesz,
-					   ph->p_align == 8 ? ELF_T_NHDR8 : ELF_T_NHDR);
-
-	if (d && !mod->build_id)
-		mod->build_id = build_id_from_notes(d);
-	if (d && !mod->go_build_id)
-		mod->go_build_id = go_build_id_from_notes(d);
-}
-
-static void scan_phdrs(Elf *elf, size_t phnum, struct proc_module *mod,
-		       const struct candidate *c, struct load_facts *lf)
-{
-	long page = sysconf(_SC_PAGESIZE);
-	uint64_t page_mask = ~(uint64_t)((page > 0 ? page : 4096) - 1);
-	size_t i;
-
-	for (i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			break;
-		if (ph.p_type == PT_LOAD && !lf->have_load) {
-			/* The loader maps the first segment from its page at
-			 * file offset 0 (base): bias = base - that page's vaddr. */
-			lf->first_rel = (ph.p_vaddr & page_mask) - (ph.p_offset & page_mask);
-			lf->have_load = true;
-		}
-		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && !lf->have_x_load &&
-		    c->text_offset >= (ph.p_offset & page_mask) &&
-		    c->text_offset < ph.p_offset + ph.p_filesz) {
-			/* The same bias, from where the text really is. */
-			lf->x_bias = c->text_start + (ph.p_offset - c->text_offset) - ph.p_vaddr;
-			lf->have_x_load = true;
-		}
-		if (ph.p_type == PT_NOTE && (!mod->build_id || !mod->go_build_id))
-			read_phdr_notes(elf, &ph, mod);
-	}
-}
-
-/* PT_GNU_EH_FRAME, once the bias is known. */
-static void find_eh_frame_hdr(Elf *elf, size_t phnum, struct proc_module *mod)
-{
-	size_t i;
-
-	for (i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (!gelf_getphdr(elf, (int)i, &ph))
-			break;
-		if (ph.p_type == PT_GNU_EH_FRAME) {
-			mod->eh_frame_hdr = mod->bias + ph.p_vaddr;
-			mod->eh_frame_hdr_len = ph.p_memsz;
-			return;
-		}
-	}
-}
-
-/* Objects without PT_NOTE (rare, hand-made): the build id from the sections. */
-static void read_section_build_id(Elf *elf, struct proc_module *mod)
-{
-	Elf_Scn *scn = NULL;
-
-	while ((scn = elf_nextscn(elf, scn)) && !mod->build_id) {
-		GElf_Shdr sh;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
-			continue;
-		d = elf_getdata(scn, NULL);
-		if (d && (d->d_type == ELF_T_NHDR || d->d_type == ELF_T_NHDR8))
-			mod->build_id = build_id_from_notes(d);
-	}
-}
-
-/*
- * Reads build-id, bias and PT_GNU_EH_FRAME from the module's file.  A file
- * that is not ELF, or is truncated, leaves the fields at their defaults: the
- * module stays, unsymbolizable.
- */
-static void read_elf_facts(struct proc_module *mod, const struct candidate *c)
-{
-	struct load_facts lf = { 0 };
-	GElf_Ehdr ehdr;
-	size_t phnum;
-	Elf *elf;
-
-	elf = elf_begin(mod->fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return;
-	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &ehdr) ||
-	    elf_getphdrnum(elf, &phnum) != 0)
-		goto end_elf;
-
-	scan_phdrs(elf, phnum, mod, c, &lf);
-	if (c->have_base && lf.have_load) {
-		mod->bias = c->base - lf.first_rel;
-	} else if (lf.have_x_load) {
-		/* No mapping at offset 0 (seen while the loader is still
-		 * mapping the file): the executable segment is the truth. */
-		mod->bias = lf.x_bias;
-		mod->base = lf.x_bias + lf.first_rel;
-	}
-	find_eh_frame_hdr(elf, phnum, mod);
-	if (!mod->build_id)
-		read_section_build_id(elf, mod);
-end_elf:
-	elf_end(elf);
-}
-
-/* Copies the target's vdso into a memfd, so that it reads like a file. */
-static int copy_vdso(pid_t pid, const struct proc_map *m)
-{
-	size_t len = (size_t)(m->end - m->start);
-#ifdef HAVE_PROCESS_VM_READV
-	struct iovec local, remote = { (void *)(uintptr_t)m->start, len };
-#endif
-	void *buf;
-	ssize_t got = -1;
-	int fd = -1;
-
-	if (len == 0 || len > VDSO_MAX)
-		return -EINVAL;
-	buf = malloc(len);
-	if (!buf)
-		return -ENOMEM;
-
-#ifdef HAVE_PROCESS_VM_READV
-	local = (struct iovec){ buf, len };
-	got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
-#endif
-	if (got != (ssize_t)len) {
-		/* Some kernels refuse process_vm_readv on special mappings. */
-		char path[64];
-		int mem;
-
-		snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
-		mem = open(path, O_RDONLY | O_CLOEXEC);
-		if (mem < 0) {
-			fd = -errno;
-			goto free_buf;
-		}
-		got = pread(mem, buf, len, (off_t)m->start);
-		close(mem);
-		if (got != (ssize_t)len) {
-			fd = -EIO;
-			goto free_buf;
-		}
-	}
-
-	fd = memfd_create("cprof-vdso", MFD_CLOEXEC);
-	if (fd < 0) {
-		fd = -errno;
-		goto free_buf;
-	}
-	if (write(fd, buf, len) != (ssize_t)len) {
-		close(fd);
-		fd = -EIO;
-	}
-
-free_buf:
-	free(buf);
-	return fd;
-}
-
-static bool fd_is(int fd, const struct proc_map *m)
-{
-	struct stat st;
-
-	/* Overlay filesystems may report another st_dev: the inode decides. */
-	return fstat(fd, &st) == 0 && (uint64_t)st.st_ino == m->inode;
-}
-
-/*
- * Opens the file of mapping m as the target sees it.  On success stores the
- * path used in *open_path.  A deleted file is only reachable through
- * map_files (its path may name a newer file by now).
- */
-static int open_module_file(pid_t pid, const struct proc_map *m, char **open_path)
-{
-	char *root_path = NULL, *mf_path = NULL;
-	int fd = -1, mf_fd;
-
-	if (!m->deleted && m->path[0] == '/') {
-		if (asprintf(&root_path, "/proc/%d/root%s", (int)pid, m->path) < 0)
-			return -ENOMEM;
-		fd = open(root_path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && fd_is(fd, m)) {
-			struct stat st_fd, st_path;
-
-			/*
-			 * When the target shares our view of the file, keep
-			 * the plain path: it outlives the target, which the
-			 * debuglink search at symbolization time may need.
-			 */
-			if (fstat(fd, &st_fd) == 0 && stat(m->path, &st_path) == 0 &&
-			    st_fd.st_dev == st_path.st_dev &&
-			    st_fd.st_ino == st_path.st_ino) {
-				char *plain = strdup(m->path);
-
-				if (plain) {
-					free(root_path);
-					root_path = plain;
-				}
-			}
-			*open_path = root_path;
-			return fd;
-		}
-	}
-
-	if (asprintf(&mf_path, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64,
-		     (int)pid, m->start, m->end) < 0) {
-		mf_fd = -ENOMEM;
-		goto fallback;
-	}
-	mf_fd = open(mf_path, O_RDONLY | O_CLOEXEC);
-	if (mf_fd >= 0) {
-		if (fd >= 0)
-			close(fd);
-		free(root_path);
-		*open_path = mf_path;
-		return mf_fd;
-	}
-	mf_fd = -errno;
-	free(mf_path);
-
-fallback:
-	/* Not the same inode, but the best we have without privileges. */
-	if (fd >= 0) {
-		*open_path = root_path;
-		return fd;
-	}
-	free(root_path);
-	return mf_fd;
-}
-
 /* An open file of the same inode another module holds: processes of one
  * tree map the same libraries at different places (each exec randomizes
  * them), and one descriptor a file is enough. */
@@ -466,23 +145,51 @@ static bool is_exe(const struct proc_map *m, const struct stat *exe, const char 
 	return exe_path && strcmp(exe_path, m->path) == 0;
 }
 
+/*
+ * Opens e's file, that of mapping m: a copy of the vdso, the open file of a
+ * module of the same inode, or the file as the target sees it; then its
+ * ELF handle, shared as the descriptor is.  A file that cannot be opened
+ * leaves fd -1, one libelf refuses leaves file NULL.  Returns 0 or -ENOMEM.
+ */
+static int open_entry(struct proc_modules *owner, struct mod_entry *e, const struct proc_map *m)
+{
+	const struct mod_entry *twin;
+
+	if (is_vdso(m)) {
+		e->pub.is_vdso = true;
+		e->pub.fd = proc_module_copy_vdso(owner->pid, m);
+		if (e->pub.fd >= 0 && !(e->pub.open_path = strdup("[vdso]"))) {
+			close(e->pub.fd);
+			return -ENOMEM;
+		}
+	} else if ((twin = !m->deleted ? same_inode(owner->store, m) : NULL)) {
+		e->pub.fd = twin->pub.fd;
+		e->pub.file = twin->pub.file;
+		e->fd_borrowed = true;
+		e->pub.open_path = twin->pub.open_path ? strdup(twin->pub.open_path) : NULL;
+		if (twin->pub.open_path && !e->pub.open_path)
+			return -ENOMEM;
+	} else {
+		e->pub.fd = proc_module_open_file(owner->pid, m, &e->pub.open_path);
+		if (e->pub.fd == -ENOMEM)
+			return -ENOMEM;
+	}
+	if (e->pub.fd < 0)
+		e->pub.fd = -1;
+	else if (!e->fd_borrowed && objfile_from_fd(&e->pub.file, e->pub.fd) < 0)
+		e->pub.file = NULL;
+	return 0;
+}
+
 static int add_module(struct proc_modules *owner, const struct candidate *c,
 		      const struct stat *exe, const char *exe_path)
 {
 	const struct proc_map *m = c->first_x;
 	struct proc_modules *t = owner->store;
-	const struct mod_entry *twin = NULL;
 	struct mod_entry *e;
 
-	if (t->n == t->cap) {
-		size_t ncap = t->cap != 0 ? t->cap * 2 : 32;
-		struct mod_entry **v = realloc(t->mods, ncap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->mods = v;
-		t->cap = ncap;
-	}
+	if (cprof_grow(&t->mods, &t->cap, t->n + 1, sizeof(*t->mods), 32) < 0)
+		return -ENOMEM;
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
@@ -501,40 +208,16 @@ static int add_module(struct proc_modules *owner, const struct candidate *c,
 	e->pub.mapped = true;
 	e->pub.deleted = m->deleted;
 	e->pub.fd = -1;
-
-	if (is_vdso(m)) {
-		e->pub.is_vdso = true;
-		e->pub.fd = copy_vdso(owner->pid, m);
-		if (e->pub.fd >= 0) {
-			e->pub.open_path = strdup("[vdso]");
-			if (!e->pub.open_path)
-				goto close_fd;
-		}
-	} else {
-		twin = !m->deleted ? same_inode(t, m) : NULL;
-		if (twin) {
-			e->pub.fd = twin->pub.fd;
-			e->fd_borrowed = true;
-			e->pub.open_path = twin->pub.open_path ? strdup(twin->pub.open_path) : NULL;
-			if (twin->pub.open_path && !e->pub.open_path)
-				goto free_path;
-		} else {
-			e->pub.fd = open_module_file(owner->pid, m, &e->pub.open_path);
-		}
-		if (e->pub.fd == -ENOMEM)
-			goto free_path;
+	if (open_entry(owner, e, m) < 0)
+		goto free_path;
+	if (!e->pub.is_vdso)
 		e->pub.is_main = is_exe(m, exe, exe_path);
-	}
-	if (e->pub.fd < 0)
-		e->pub.fd = -1;
-	else
-		read_elf_facts(&e->pub, c);
+	if (e->pub.fd >= 0)
+		proc_module_read_facts(&e->pub, c);
 
 	t->mods[t->n++] = e;
 	return 0;
 
-close_fd:
-	close(e->pub.fd);
 free_path:
 	free(e->pub.path);
 free_entry:

@@ -15,6 +15,8 @@
 
 #include "process/maps.h"
 
+struct objfile;
+
 struct proc_module {
 	uint32_t id;		/* 1..N in discovery order, never reused */
 	char *path;		/* as the target sees it ("/usr/lib/.../libc.so.6", "[vdso]") */
@@ -28,6 +30,9 @@ struct proc_module {
 	uint64_t eh_frame_hdr;	/* runtime address of .eh_frame_hdr (PT_GNU_EH_FRAME), 0 if none */
 	uint64_t eh_frame_hdr_len;
 	int fd;			/* the ELF file, open read-only; -1 if it could not be opened */
+	struct objfile *file;	/* fd's ELF handle (elf/objfile.h), opened once and shared by
+				 * every reader of the file; NULL when fd is -1 or libelf
+				 * refused the file */
 	char *open_path;	/* the path fd was opened by (e.g. /proc/PID/root/...), for debuglink lookup */
 	bool is_main;		/* the main executable (of the current program image) */
 	bool is_vdso;		/* fd is a memfd holding a copy of the target's vdso */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "elf/objfile.h"
 #include "symbolize/debuginfo.h"
 
 #define DEBUG_DIR "/usr/lib/debug"
@@ -116,7 +117,7 @@ static bool has_dwarf(Elf *elf)
 	return false;
 }
 
-bool sym_debuginfo_local(int fd, const char *file_name, const char *build_id)
+bool sym_debuginfo_local(const struct objfile *f, const char *file_name, const char *build_id)
 {
 	char *path = NULL, *found = NULL;
 	bool local = false;
@@ -132,9 +133,9 @@ bool sym_debuginfo_local(int fd, const char *file_name, const char *build_id)
 		if (local)
 			return true;
 	}
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
+	if (!f)
 		return false;
+	elf = objfile_elf(f);
 	local = has_dwarf(elf);
 	if (!local) {
 		link = dwelf_elf_gnu_debuglink(elf, &crc);
@@ -144,6 +145,5 @@ bool sym_debuginfo_local(int fd, const char *file_name, const char *build_id)
 			close(dfd);
 		free(found);
 	}
-	elf_end(elf);
 	return local;
 }

@@ -22,10 +22,13 @@
  */
 int sym_debuglink_open(const char *link, uint32_t crc, const char *file_name, char **found);
 
+struct objfile;
+
 /*
- * Whether the ELF file fd (opened as file_name, build_id lowercase hex or
- * NULL) has DWARF here: in itself, by build ID or by .gnu_debuglink.
+ * Whether the ELF file f (opened as file_name, build_id lowercase hex or
+ * NULL; f NULL: a file libelf refused) has DWARF here: in itself, by build
+ * ID or by .gnu_debuglink.
  */
-bool sym_debuginfo_local(int fd, const char *file_name, const char *build_id);
+bool sym_debuginfo_local(const struct objfile *f, const char *file_name, const char *build_id);
 
 #endif

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elf/objfile.h"
 #include "symbolize/debuginfo.h"
 #include "symbolize/symbolize-impl.h"
 
@@ -27,32 +28,28 @@ static const Dwfl_Callbacks offline_callbacks = {
 };
 
 /* First vaddr of the first PT_LOAD, aligned as libdwfl aligns it. */
-static bool first_load_vaddr(int fd, GElf_Half *type, GElf_Addr *vaddr)
+static bool first_load_vaddr(const struct objfile *f, GElf_Half *type, GElf_Addr *vaddr)
 {
-	bool ok = false;
 	GElf_Ehdr ehdr;
 	GElf_Phdr ph;
 	size_t phnum, i;
 	Elf *elf;
 
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
+	if (!f)
 		return false;
+	elf = objfile_elf(f);
 	if (!gelf_getehdr(elf, &ehdr) || elf_getphdrnum(elf, &phnum) != 0)
-		goto end_elf;
+		return false;
 	*type = ehdr.e_type;
 	for (i = 0; i < phnum; i++) {
 		if (!gelf_getphdr(elf, (int)i, &ph))
 			break;
 		if (ph.p_type == PT_LOAD) {
 			*vaddr = ph.p_vaddr & -ph.p_align;
-			ok = true;
-			break;
+			return true;
 		}
 	}
-end_elf:
-	elf_end(elf);
-	return ok;
+	return false;
 }
 
 /* The module's build ID as lowercase hex, into buf (2 * 64 + 1 bytes). */
@@ -124,7 +121,7 @@ int sym_report_module(struct sym_ctx *ctx, const struct proc_module *mod, struct
 	if (st->tried)
 		return 0;
 	st->tried = true;
-	if (mod->fd < 0 || !first_load_vaddr(mod->fd, &type, &vaddr))
+	if (mod->fd < 0 || !first_load_vaddr(mod->file, &type, &vaddr))
 		return 0;
 
 	/*

@@ -139,7 +139,7 @@ static int queue_new_modules(struct sym_live *l)
 		m = proc_modules_get(l->mods, (uint32_t)l->mods_seen + 1);
 		if (!m || !m->build_id || m->fd < 0 || m->is_vdso || find_dl(l, m->build_id))
 			continue;
-		if (sym_debuginfo_local(m->fd, m->open_path ? m->open_path : m->path, m->build_id))
+		if (sym_debuginfo_local(m->file, m->open_path ? m->open_path : m->path, m->build_id))
 			continue;
 		if (cprof_grow(&l->dl, &l->cap_dl, l->n_dl + 1, sizeof(*l->dl), 8) < 0)
 			return -ENOMEM;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elf/gopclntab.h"
+#include "elf/objfile.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
@@ -14,7 +16,6 @@
 #include "symbolize/perfmap.h"
 #include "symbolize/symbolize-impl.h"
 #include "symbolize/symbolize.h"
-#include "unwind/gopclntab.h"
 
 /* What a cache entry is found by. */
 struct cache_key {
@@ -151,7 +152,7 @@ static void resolve_go(const struct proc_module *mod, struct mod_state *st, uint
 
 	if (!st->go_tried) {
 		st->go_tried = true;
-		if (mod->fd < 0 || gopcln_open(&st->go, mod->fd) < 0)
+		if (!mod->file || gopcln_open(&st->go, objfile_elf(mod->file)) < 0)
 			st->go = NULL;
 	}
 	if (!st->go || gopcln_find(st->go, vaddr, &f) < 0 || !f.name)

@@ -12,7 +12,8 @@
 #include <unistd.h>
 
 #include "unwind/debug_frame.h"
-#include "unwind/gopclntab.h"
+#include "elf/gopclntab.h"
+#include "elf/objfile.h"
 
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
 					       unw_dyn_info_t *di, unw_proc_info_t *pi,
@@ -50,76 +51,50 @@ struct dframe {
 	size_t count;
 };
 
-/* Copies the (decompressed) .debug_frame of the ELF file fd, if any. */
-static int read_section(int fd, char **buf, size_t *len)
+/*
+ * Copies the (decompressed) .debug_frame of the ELF file f, if any.  Go
+ * compresses its DWARF (SHF_COMPRESSED, zlib): the handle then keeps the
+ * section decompressed, for any later reader of the file.
+ */
+static int read_section(const struct objfile *f, char **buf, size_t *len)
 {
-	Elf *e;
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	int ret = -ENOENT;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	Elf_Data *d;
 
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e)
+	if (!objfile_is_elf(f))
 		return -EINVAL;
-	if (elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) < 0) {
-		ret = -EINVAL;
-		goto out_end;
-	}
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		const char *name;
-		Elf_Data *d;
-
-		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS)
-			continue;
-		name = elf_strptr(e, shstrndx, sh.sh_name);
-		if (!name || strcmp(name, ".debug_frame"))
-			continue;
-		/* Go compresses its DWARF (SHF_COMPRESSED, zlib). */
-		if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0) {
-			ret = -EINVAL;
-			break;
-		}
-		d = elf_getdata(scn, NULL);
-		if (!d || !d->d_buf || !d->d_size || d->d_size > INT32_MAX) {
-			ret = -EINVAL;
-			break;
-		}
-		*buf = malloc(d->d_size);
-		if (!*buf) {
-			ret = -ENOMEM;
-			break;
-		}
-		memcpy(*buf, d->d_buf, d->d_size);
-		*len = d->d_size;
-		ret = 0;
-		break;
-	}
-out_end:
-	elf_end(e);
-	return ret;
+	scn = objfile_section(f, ".debug_frame", SHT_PROGBITS, &sh);
+	if (!scn)
+		return -ENOENT;
+	if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
+		return -EINVAL;
+	d = elf_getdata(scn, NULL);
+	if (!d || !d->d_buf || !d->d_size || d->d_size > INT32_MAX)
+		return -EINVAL;
+	*buf = malloc(d->d_size);
+	if (!*buf)
+		return -ENOMEM;
+	memcpy(*buf, d->d_buf, d->d_size);
+	*len = d->d_size;
+	return 0;
 }
 
 /* The section from the module's file, else from its build-id debuginfo. */
 static int load_section(const struct proc_module *m, char **buf, size_t *len)
 {
-	char path[PATH_MAX];
-	int ret = -ENOENT, fd;
+	struct objfile *debug;
+	int ret = -ENOENT;
 
-	if (m->fd >= 0) {
-		ret = read_section(m->fd, buf, len);
+	if (m->file) {
+		ret = read_section(m->file, buf, len);
 		if (ret != -ENOENT && ret != -EINVAL)
 			return ret;
 	}
-	if (!m->build_id || strlen(m->build_id) < 3)
+	if (objfile_open_debug(&debug, m->build_id) < 0)
 		return ret;
-	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", m->build_id,
-		 m->build_id + 2);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return ret;
-	ret = read_section(fd, buf, len);
-	close(fd);
+	ret = read_section(debug, buf, len);
+	objfile_close(debug);
 	return ret;
 }
 
@@ -130,9 +105,9 @@ static int go_section(const struct proc_module *m, char **buf, size_t *len)
 	struct gopcln *p;
 	int ret;
 
-	if (m->fd < 0)
+	if (!m->file)
 		return -ENOENT;
-	ret = gopcln_open(&p, m->fd);
+	ret = gopcln_open(&p, objfile_elf(m->file));
 	if (ret < 0)
 		return ret == -ENOMEM ? ret : -ENOENT;
 	ret = gopcln_make_cfi(p, buf, len);
@@ -221,7 +196,6 @@ int dframe_load(struct dframe **out, const struct proc_module *m)
 	size_t len = 0, n;
 	int ret;
 
-	elf_version(EV_CURRENT);
 	ret = load_section(m, &buf, &len);
 	if (ret == -ENOENT || ret == -EINVAL)
 		ret = go_section(m, &buf, &len);

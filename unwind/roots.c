@@ -11,7 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "unwind/gopclntab.h"
+#include "elf/gopclntab.h"
+#include "elf/objfile.h"
 #include "unwind/roots.h"
 
 struct root_range {
@@ -149,7 +150,7 @@ static int scan_gopclntab(struct roots *r, const struct proc_module *m)
 	size_t i, n;
 	int ret = 0;
 
-	if (gopcln_open(&p, m->fd) < 0)
+	if (gopcln_open(&p, objfile_elf(m->file)) < 0)
 		return 0;
 	n = gopcln_count(p);
 	for (i = 0; i < n && ret == 0; i++) {
@@ -167,49 +168,41 @@ static int scan_gopclntab(struct roots *r, const struct proc_module *m)
 
 /*
  * Adds the roots in the symbol tables of type type (SHT_SYMTAB or
- * SHT_DYNSYM) of the ELF file fd.  Returns how many tables there were, or
+ * SHT_DYNSYM) of the ELF file f.  Returns how many tables there were, or
  * -errno.
  */
-static int scan_file(struct roots *r, int fd, uint64_t bias, unsigned type)
+static int scan_file(struct roots *r, const struct objfile *f, uint64_t bias, unsigned type)
 {
 	Elf_Scn *scn = NULL;
 	int ret, tables = 0;
 	Elf *e;
 
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e)
+	if (!objfile_is_elf(f))
 		return 0;
-	while (elf_kind(e) == ELF_K_ELF && (scn = elf_nextscn(e, scn))) {
+	e = objfile_elf(f);
+	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 
 		if (!gelf_getshdr(scn, &sh) || sh.sh_type != type)
 			continue;
 		ret = scan_symtab(r, e, scn, &sh, bias);
-		if (ret < 0) {
-			elf_end(e);
+		if (ret < 0)
 			return ret;
-		}
 		tables++;
 	}
-	elf_end(e);
 	return tables;
 }
 
 /* The .symtab of m's separate debug file, found by build id. */
 static int scan_debug_file(struct roots *r, const struct proc_module *m)
 {
-	char path[PATH_MAX];
-	int fd, ret;
+	struct objfile *f;
+	int ret;
 
-	if (!m->build_id || strlen(m->build_id) < 3)
+	if (objfile_open_debug(&f, m->build_id) < 0)
 		return 0;
-	snprintf(path, sizeof(path), "/usr/lib/debug/.build-id/%.2s/%s.debug", m->build_id,
-		 m->build_id + 2);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ret = scan_file(r, fd, m->bias, SHT_SYMTAB);
-	close(fd);
+	ret = scan_file(r, f, m->bias, SHT_SYMTAB);
+	objfile_close(f);
 	return ret;
 }
 
@@ -221,17 +214,16 @@ int roots_load(struct roots **out, const struct proc_module *m)
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
-	if (m->fd < 0)
+	if (!m->file)
 		goto done;
-	elf_version(EV_CURRENT);
 	/* .symtab has everything; a stripped library keeps only .dynsym, and
 	 * its private roots (start_thread, __clone3) are in its debug file;
 	 * a stripped Go binary has them in .gopclntab. */
-	ret = scan_file(r, m->fd, m->bias, SHT_SYMTAB);
+	ret = scan_file(r, m->file, m->bias, SHT_SYMTAB);
 	if (ret == 0) {
 		ret = scan_debug_file(r, m);
 		if (ret >= 0)
-			ret = scan_file(r, m->fd, m->bias, SHT_DYNSYM);
+			ret = scan_file(r, m->file, m->bias, SHT_DYNSYM);
 	}
 	if (ret >= 0 && !r->n)
 		ret = scan_gopclntab(r, m);

@@ -11,12 +11,14 @@
  * .data.rel.ro.gopclntab in a PIE.  In a PIE the header's text start is
  * relocated at load time; the .text section's address stands for it.
  */
-#ifndef CPROF_UNWIND_GOPCLNTAB_H
-#define CPROF_UNWIND_GOPCLNTAB_H
+#ifndef CPROF_ELF_GOPCLNTAB_H
+#define CPROF_ELF_GOPCLNTAB_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <libelf.h>
 
 struct gopcln;
 
@@ -28,11 +30,12 @@ struct gopcln_func {
 };
 
 /*
- * Reads the .gopclntab section of the ELF file fd (a copy is kept; fd is not
- * kept).  Returns 0 with *out set, -ENOENT when there is none, -ENOTSUP for a
- * header this does not know, -ENOMEM, -EINVAL for a malformed table.
+ * Reads the .gopclntab section of elf (a copy is kept; elf is not: NULL is
+ * a file that could not be read).  Returns 0 with *out set, -ENOENT when
+ * there is none, -ENOTSUP for a header this does not know, -ENOMEM, -EINVAL
+ * for a malformed table or a file that is not ELF.
  */
-int gopcln_open(struct gopcln **out, int fd);
+int gopcln_open(struct gopcln **out, Elf *elf);
 void gopcln_close(struct gopcln *p);
 
 /* Number of functions. */

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "unwind/gopclntab.h"
+#include "elf/gopclntab.h"
 
 /* Header words after magic(4), pad(2), minLC(1), ptrSize(1): nfunc, nfiles,
  * textStart, funcnameOffset, cuOffset, filetabOffset, pctabOffset,
@@ -45,21 +45,14 @@ static uint64_t u64_at(const uint8_t *p)
 }
 
 /* Copies the .gopclntab section; *text_addr gets .text's address. */
-static int read_section(int fd, uint8_t **buf, size_t *len, uint64_t *text_addr)
+static int read_section(Elf *e, uint8_t **buf, size_t *len, uint64_t *text_addr)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
 	int ret = -ENOENT;
-	Elf *e;
 
-	elf_version(EV_CURRENT);
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e)
+	if (!e || elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) < 0)
 		return -EINVAL;
-	if (elf_kind(e) != ELF_K_ELF || elf_getshdrstrndx(e, &shstrndx) < 0) {
-		ret = -EINVAL;
-		goto out;
-	}
 	*text_addr = 0;
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
@@ -88,8 +81,6 @@ static int read_section(int fd, uint8_t **buf, size_t *len, uint64_t *text_addr)
 		*len = d->d_size;
 		ret = 0;
 	}
-out:
-	elf_end(e);
 	return ret;
 }
 
@@ -103,7 +94,7 @@ static bool region(struct gopcln *t, uint64_t off, const uint8_t **p, size_t *pl
 	return true;
 }
 
-int gopcln_open(struct gopcln **out, int fd)
+int gopcln_open(struct gopcln **out, Elf *elf)
 {
 	uint64_t h[H_WORDS], text_addr = 0;
 	struct gopcln *t;
@@ -113,7 +104,7 @@ int gopcln_open(struct gopcln **out, int fd)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	ret = read_section(fd, &t->data, &t->len, &text_addr);
+	ret = read_section(elf, &t->data, &t->len, &text_addr);
 	if (ret < 0)
 		goto err;
 	magic = u32_at(t->data);

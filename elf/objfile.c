@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* One libelf handle per ELF file, shared by everything that reads the file. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elf/objfile.h"
+
+#define DEBUG_DIR "/usr/lib/debug"
+
+struct objfile {
+	Elf *elf;
+	int fd;		/* closed with the handle when owned */
+	bool owns_fd;
+};
+
+int objfile_from_fd(struct objfile **out, int fd)
+{
+	struct objfile *f;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -ENOSYS;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->fd = fd;
+	f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!f->elf) {
+		free(f);
+		return -EINVAL;
+	}
+	*out = f;
+	return 0;
+}
+
+int objfile_open(struct objfile **out, const char *path)
+{
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = objfile_from_fd(out, fd);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	(*out)->owns_fd = true;
+	return 0;
+}
+
+void objfile_close(struct objfile *f)
+{
+	if (!f)
+		return;
+	elf_end(f->elf);
+	if (f->owns_fd)
+		close(f->fd);
+	free(f);
+}
+
+Elf *objfile_elf(const struct objfile *f)
+{
+	return f->elf;
+}
+
+bool objfile_is_elf(const struct objfile *f)
+{
+	return f && elf_kind(f->elf) == ELF_K_ELF;
+}
+
+Elf_Scn *objfile_section(const struct objfile *f, const char *name, unsigned type, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr mem;
+	const char *s;
+
+	if (!sh)
+		sh = &mem;
+	if (!objfile_is_elf(f) || elf_getshdrstrndx(f->elf, &shstrndx) < 0)
+		return NULL;
+	while ((scn = elf_nextscn(f->elf, scn))) {
+		if (!gelf_getshdr(scn, sh) || sh->sh_type != type)
+			continue;
+		s = elf_strptr(f->elf, shstrndx, sh->sh_name);
+		if (s && strcmp(s, name) == 0)
+			return scn;
+	}
+	return NULL;
+}
+
+int objfile_open_debug(struct objfile **out, const char *build_id)
+{
+	char path[PATH_MAX];
+
+	if (!build_id || strlen(build_id) < 3)
+		return -ENOENT;
+	snprintf(path, sizeof(path), DEBUG_DIR "/.build-id/%.2s/%s.debug", build_id, build_id + 2);
+	return objfile_open(out, path);
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * An ELF file opened once: the one libelf handle every reader of a module's
+ * file shares (the module table's facts, the symbolizer, the local debuginfo
+ * check, .debug_frame, .gopclntab and the thread roots), and the only place
+ * cprof calls elf_begin.  The file is mapped read-only (ELF_C_READ_MMAP);
+ * libelf loads what is asked for (section data, decompressed sections) into
+ * the handle on first use and keeps it, so a second reader pays nothing.
+ * Not thread-safe for that reason: one thread at a time uses a handle (the
+ * thread that owns the module table it belongs to).
+ */
+#ifndef CPROF_ELF_OBJFILE_H
+#define CPROF_ELF_OBJFILE_H
+
+#include <gelf.h>
+#include <libelf.h>
+#include <stdbool.h>
+
+struct objfile;
+
+/*
+ * Opens the file behind fd, which the caller keeps open (and owns) for as
+ * long as the handle lives.  The file need not be ELF: objfile_elf then has
+ * another kind, which each reader checks.  Returns 0 with *out set, or
+ * -ENOMEM / -EINVAL (libelf refused the file) / -ENOSYS (libelf unusable).
+ */
+int objfile_from_fd(struct objfile **out, int fd);
+
+/*
+ * Opens the file at path read-only; the handle owns the descriptor.
+ * Returns 0 with *out set, or -errno (-ENOENT: no such file).
+ */
+int objfile_open(struct objfile **out, const char *path);
+
+/* Closes the handle (and the descriptor if it opened it).  NULL is fine. */
+void objfile_close(struct objfile *f);
+
+/* The libelf handle; valid as long as f. */
+Elf *objfile_elf(const struct objfile *f);
+
+/* Whether the file is an ELF object libelf can read headers of. */
+bool objfile_is_elf(const struct objfile *f);
+
+/*
+ * The first section called name whose type is type (SHT_PROGBITS, ...),
+ * its header in *sh (when sh is not NULL), or NULL.  A linear scan of the
+ * section headers: readers call it once per file and keep what they read.
+ */
+Elf_Scn *objfile_section(const struct objfile *f, const char *name, unsigned type, GElf_Shdr *sh);
+
+/*
+ * Opens the separate debug file of build_id (lowercase hex) under
+ * /usr/lib/debug/.build-id, where distributions install it.  Returns 0 with
+ * *out set, or -errno (-ENOENT: none here).
+ */
+int objfile_open_debug(struct objfile **out, const char *build_id);
+
+#endif
