@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "elf/objfile.h"
 #include "python/internal.h"
 
 /* The symbols cprof reads, by name: value and size, 0 when absent. */
@@ -129,19 +130,14 @@ static int open_symbols(const struct proc_module *mod, struct py_syms *s, Elf **
 {
 	Elf *elf;
 
-	if (mod->fd < 0 || mod->is_vdso || !mod->mapped)
+	if (!mod->file || mod->is_vdso || !mod->mapped)
 		return -ENOENT;
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOSYS;
-	elf = elf_begin(mod->fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return -ENOENT;
+	/* The module's one ELF handle, which the module table owns. */
+	elf = objfile_elf(mod->file);
 	memset(s, 0, sizeof(*s));
 	scan_syms(elf, s);
-	if (!s->runtime.st_value) {
-		elf_end(elf);
+	if (!s->runtime.st_value)
 		return -ENOENT;
-	}
 	*elfp = elf;
 	return 0;
 }
@@ -228,7 +224,6 @@ int py_proc_open(struct py_proc **out, pid_t pid, const struct proc_modules *mod
 			continue;
 		py->mod = mod;
 		ret = setup(py, elf, &s, why, why_len);
-		elf_end(elf);
 	}
 	if (ret < 0) {
 		free(py);

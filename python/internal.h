@@ -59,7 +59,7 @@ struct py_proc {
 	struct cprof_htab loc_index;
 };
 
-/* process_vm_readv of exactly len bytes.  Returns 0 or -EFAULT. */
+/* Exactly len bytes of the target at addr (process/memory.h).  Returns 0 or -EFAULT. */
 int py_mem(pid_t pid, uint64_t addr, void *buf, size_t len);
 /* One pointer-sized word at addr + off. */
 int py_word(pid_t pid, uint64_t addr, uint64_t off, uint64_t *out);

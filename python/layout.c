@@ -5,9 +5,9 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
+#include "process/memory.h"
 #include "python/internal.h"
 
 static const struct py_layout layouts[] = {
@@ -19,12 +19,9 @@ static const struct py_layout layouts[] = {
 
 int py_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
-	struct iovec l = { .iov_base = buf, .iov_len = len };
-	struct iovec r = { .iov_base = (void *)(uintptr_t)addr, .iov_len = len };
-
 	if (!addr)
 		return -EFAULT;
-	return process_vm_readv(pid, &l, 1, &r, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+	return proc_mem_read_all(pid, addr, buf, len) == 0 ? 0 : -EFAULT;
 }
 
 int py_word(pid_t pid, uint64_t addr, uint64_t off, uint64_t *out)
