@@ -38,7 +38,7 @@ struct tracer_thread {
 	uint64_t interrupt_ns;	/* CLOCK_MONOTONIC when interrupted */
 	/* When it reached that stop, estimated: a thread that is preempted
 	 * when interrupted reaches its stop only when it next gets a CPU (see
-	 * account_stop in tracer.c). */
+	 * tracer_account_stop in tracer_stats.c). */
 	uint64_t reached_ns;
 	struct user_regs_struct regs;	/* read at the stop an interrupt asked for */
 	uint64_t appeared_ns;	/* when it was seized or born */
