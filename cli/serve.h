@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* cprof serve's two halves: the command (serve.c) and its HTTP endpoints (serve_http.c). */
+/* cprof serve's two halves: the command (serve.c) and its HTTP endpoints (serve_http.c,
+ * serve_profile.c, serve_metrics.c). */
 #ifndef CPROF_CLI_SERVE_H
 #define CPROF_CLI_SERVE_H
 
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "cli/cli.h"
@@ -51,5 +53,8 @@ void serve_http_stop(struct serve_ctx *c, uint64_t timeout_ns);
 int serve_http_build(struct hub_window *w, const struct hub_profile *p, void *arg);
 void serve_http_done(struct hub_window *w, void *arg);
 void serve_http_session_end(const struct sampler_stats *st, int err, void *arg);
+
+/* serve_metrics.c: the /metrics text of c's sessions and requests, into f. */
+void serve_metrics_write(struct serve_ctx *c, FILE *f);
 
 #endif
