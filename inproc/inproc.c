@@ -53,7 +53,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,10 +62,10 @@
 
 #include "lib/clock.h"
 #include "lib/random.h"
-#include "profile/output.h"
 #include "profile/stacks.h"
 #include "process/maps.h"
 #include "process/modules.h"
+#include "inproc/inproc.h"
 
 #ifndef sigev_notify_thread_id
 #define sigev_notify_thread_id _sigev_un._tid
@@ -75,49 +74,14 @@
 #define INPROC_PUBLIC __attribute__((visibility("default")))
 #define INPROC_TLS __thread __attribute__((tls_model("initial-exec")))
 
-#define INPROC_DEFAULT_HZ 100
-#define INPROC_MAX_HZ 1000
-#define INPROC_MAX_FRAMES 128
-/* The drain thread empties the ring every INPROC_DRAIN_MS; the ring holds
- * about a second of 8 threads at 1000 Hz, so only a drain thread starved
- * for that long (or far more threads) drops samples. */
-#define INPROC_RING_SLOTS 8192u
-#define INPROC_DRAIN_MS 50
-
-enum inproc_mode { INPROC_CPU, INPROC_WALL };
-
-/* One sample, written by the signal handler of exactly one thread. */
-struct inproc_record {
-	uint64_t seq;		/* ring index + 1 once complete (release/acquire) */
-	uint32_t key;		/* thread table key; 0 = a thread we did not register */
-	uint32_t tid;
-	uint64_t value_ns;	/* the CPU (wall) time it stands for */
-	uint32_t n;
-	uint64_t exact[INPROC_MAX_FRAMES / 64];	/* bit i: pcs[i] is an exact pc */
-	uint64_t pcs[INPROC_MAX_FRAMES];
-};
-
-struct inproc_thread {
-	pid_t tid;
-	bool alive;
-	bool has_timer;
-	timer_t timer;
-	char name[16];
-};
-
-/* Settings, fixed by the constructor. */
-static bool inproc_active;
-static enum inproc_mode inproc_mode;
-static unsigned inproc_hz;
-static int64_t inproc_interval_ns;
-static char inproc_output[PATH_MAX];
+static bool inproc_active;	/* fixed by the constructor */
 
 /* Sampling state shared with the signal handler: atomics only. */
 static int inproc_running;		/* handler records samples */
-static struct inproc_record *inproc_ring;
+struct inproc_record *inproc_ring;
 static uint64_t inproc_head;		/* next index to reserve */
-static uint64_t inproc_tail;		/* next index to drain */
-static uint64_t inproc_dropped;		/* ring full */
+uint64_t inproc_tail;		/* next index to drain */
+uint64_t inproc_dropped;		/* ring full */
 static INPROC_TLS uint32_t inproc_self_key;
 /* The calling thread's one-shot timer, re-armed by the handler at a random
  * gap (inproc_gap_ns) while armed; the clock at its last sample. */
@@ -128,26 +92,17 @@ static INPROC_TLS uint64_t inproc_self_due_ns;	/* the clock value it is armed fo
 static INPROC_TLS uint64_t inproc_self_rng;
 
 /* Thread table: key - 1 indexes it.  Never touched by the handler. */
-static pthread_mutex_t inproc_threads_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct inproc_thread *inproc_threads;
-static size_t inproc_n_threads, inproc_cap_threads;
+pthread_mutex_t inproc_threads_lock = PTHREAD_MUTEX_INITIALIZER;
+struct inproc_thread *inproc_threads;
+size_t inproc_n_threads;
+static size_t inproc_cap_threads;
 static bool inproc_timers_stopped;	/* under inproc_threads_lock */
 
-/* Aggregation: owned by the drain thread, then by inproc_finish after the
- * drain thread is joined. */
-static struct prof_stacks *inproc_stacks;
-static struct proc_modules *inproc_mods;
-static struct proc_maps inproc_maps;
-static uint64_t inproc_samples;
-static uint64_t inproc_lost;		/* could not be aggregated (ENOMEM) */
-static int64_t inproc_start_realtime_ns;
-static uint64_t inproc_start_mono_ns;
+int64_t inproc_start_realtime_ns;
+uint64_t inproc_start_mono_ns;
 
 static pthread_t inproc_drainer;
 static bool inproc_have_drainer;
-static pthread_mutex_t inproc_drain_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t inproc_drain_cond;
-static bool inproc_drain_stop;		/* under inproc_drain_lock */
 
 static int inproc_finished;		/* inproc_finish ran (atomic) */
 
@@ -397,116 +352,7 @@ INPROC_PUBLIC int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 	return ret;
 }
 
-/* ---- draining the ring ------------------------------------------------------ */
-
-/* Module ids for a sample's pcs; re-reads the maps once per drain when a pc
- * is in no known module (a library dlopen'ed since the last read). */
-static void inproc_frames_of(const struct inproc_record *r, struct prof_frame *f,
-			     bool *maps_fresh)
-{
-	uint32_t i;
-
-	for (i = 0; i < r->n; i++) {
-		const struct proc_module *m = proc_modules_lookup(inproc_mods, r->pcs[i]);
-
-		if (!m && !*maps_fresh) {
-			*maps_fresh = true;
-			if (proc_maps_read(getpid(), &inproc_maps) == 0)
-				proc_modules_update(inproc_mods, &inproc_maps);
-			m = proc_modules_lookup(inproc_mods, r->pcs[i]);
-		}
-		f[i] = (struct prof_frame){
-			.addr = r->pcs[i],
-			.module = m ? m->id : 0,
-			.flags = (r->exact[i / 64] >> (i % 64)) & 1 ? PROF_FRAME_EXACT : 0,
-		};
-	}
-}
-
-/* Single consumer: the drain thread, or inproc_finish once it is joined. */
-static void inproc_drain(void)
-{
-	struct prof_frame frames[INPROC_MAX_FRAMES];
-	uint64_t tail = __atomic_load_n(&inproc_tail, __ATOMIC_RELAXED);
-	bool maps_fresh = false;
-
-	for (;;) {
-		struct inproc_record *r = &inproc_ring[tail % INPROC_RING_SLOTS];
-		int64_t values[2];
-		uint32_t key;
-
-		/* A slot reserved but not yet complete (its handler is still
-		 * unwinding) ends this round; the next one takes it. */
-		if (__atomic_load_n(&r->seq, __ATOMIC_ACQUIRE) != tail + 1)
-			break;
-		inproc_frames_of(r, frames, &maps_fresh);
-		/* Thread key 0 is reserved by prof_stacks users for "none";
-		 * samples of unregistered threads get the tid's high bit. */
-		key = r->key ? r->key : (r->tid | 0x80000000u);
-		values[0] = 1;
-		values[1] = (int64_t)r->value_ns;
-		if (prof_stacks_add(inproc_stacks, key, frames, r->n, values) < 0)
-			inproc_lost++;
-		else
-			inproc_samples++;
-		tail++;
-		__atomic_store_n(&inproc_tail, tail, __ATOMIC_RELEASE);
-	}
-}
-
-static void *inproc_drain_main(void *unused)
-{
-	struct timespec until;
-	sigset_t all;
-
-	/* Never sampled and never interrupted by the target's signals. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	prctl(PR_SET_NAME, "cprof-inproc", 0, 0, 0);
-	pthread_mutex_lock(&inproc_drain_lock);
-	while (!inproc_drain_stop) {
-		pthread_mutex_unlock(&inproc_drain_lock);
-		inproc_drain();
-		pthread_mutex_lock(&inproc_drain_lock);
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += INPROC_DRAIN_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		if (!inproc_drain_stop)
-			pthread_cond_timedwait(&inproc_drain_cond, &inproc_drain_lock, &until);
-	}
-	pthread_mutex_unlock(&inproc_drain_lock);
-	return NULL;
-}
-
-/* ---- the profile ---------------------------------------------------------- */
-
-static int inproc_label(uint32_t key, pid_t *tid, const char **name, void *arg)
-{
-	/* A thread that ends meanwhile renames its entry: copy under the lock;
-	 * the builder interns the name before the next call. */
-	static char copy[16];
-	int ret = 0;
-
-	if (key & 0x80000000u) {
-		*tid = (pid_t)(key & 0x7fffffffu);
-		*name = NULL;
-		return 0;
-	}
-	pthread_mutex_lock(&inproc_threads_lock);
-	if (!key || key > inproc_n_threads) {
-		ret = -ENOENT;
-		goto out;
-	}
-	*tid = inproc_threads[key - 1].tid;
-	memcpy(copy, inproc_threads[key - 1].name, sizeof(copy));
-	*name = copy;
-out:
-	pthread_mutex_unlock(&inproc_threads_lock);
-	return ret;
-}
+/* ---- the end ------------------------------------------------------------ */
 
 static void inproc_read_comm(struct inproc_thread *t)
 {
@@ -558,38 +404,6 @@ static void inproc_stop_timers(void)
 	pthread_mutex_unlock(&inproc_threads_lock);
 }
 
-static int inproc_write(void)
-{
-	char lines[2][160];
-	const char *comments[2] = { lines[0], lines[1] };
-	struct prof_session ps = {
-		.stacks = inproc_stacks,
-		.mods = inproc_mods,
-		.export = {
-			.value = inproc_mode == INPROC_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
-			.hz = inproc_hz,
-			.time_nanos = inproc_start_realtime_ns,
-			.duration_nanos = (int64_t)(cprof_now_ns() - inproc_start_mono_ns),
-			.thread_label = inproc_label,
-		},
-		.comments = comments,
-		.n_comments = 2,
-		.format = PROF_FORMAT_PPROF,
-		.path = inproc_output,
-	};
-
-	if (proc_maps_read(getpid(), &inproc_maps) == 0)
-		proc_modules_update(inproc_mods, &inproc_maps);
-	snprintf(lines[0], sizeof(lines[0]), "cprof inproc HZ=%u mode=%s", inproc_hz,
-		 inproc_mode == INPROC_WALL ? "wall" : "cpu");
-	snprintf(lines[1], sizeof(lines[1]), "samples=%llu dropped=%llu",
-		 (unsigned long long)inproc_samples,
-		 (unsigned long long)(__atomic_load_n(&inproc_dropped, __ATOMIC_RELAXED) +
-				      inproc_lost));
-	/* Without symbols the addresses still make a profile. */
-	return prof_write_session(&ps, NULL);
-}
-
 /* At exit: stop sampling, drain, write.  Runs once, whichever hook is first. */
 static void inproc_finish(void)
 {
@@ -619,92 +433,6 @@ out:
 }
 
 /* ---- set-up ---------------------------------------------------------------- */
-
-/* Removes this library from LD_PRELOAD (a list separated by ':' or ' '),
- * recognised by path or by the file it names. */
-static void inproc_unpreload(void)
-{
-	const char *env = getenv("LD_PRELOAD");
-	struct stat self_st, st;
-	Dl_info self;
-	char *copy, *tok, *save = NULL, *out;
-	bool have_self_st;
-	size_t len = 0;
-
-	if (!env)
-		return;
-	if (!dladdr((void *)inproc_unpreload, &self) || !self.dli_fname)
-		return;
-	have_self_st = stat(self.dli_fname, &self_st) == 0;
-	copy = strdup(env);
-	out = calloc(1, strlen(env) + 1);
-	if (!copy || !out)
-		goto out_free;
-	for (tok = strtok_r(copy, ": ", &save); tok; tok = strtok_r(NULL, ": ", &save)) {
-		if (strcmp(tok, self.dli_fname) == 0 ||
-		    (have_self_st && stat(tok, &st) == 0 && st.st_dev == self_st.st_dev &&
-		     st.st_ino == self_st.st_ino))
-			continue;
-		if (len)
-			out[len++] = ':';
-		memcpy(out + len, tok, strlen(tok));
-		len += strlen(tok);
-	}
-	if (len)
-		setenv("LD_PRELOAD", out, 1);
-	else
-		unsetenv("LD_PRELOAD");
-out_free:
-	free(copy);
-	free(out);
-}
-
-/* Reads the settings; returns false (with a message) when they are unusable. */
-static bool inproc_configure(const char *output)
-{
-	const char *hz = getenv("CPROF_INPROC_HZ");
-	const char *mode = getenv("CPROF_INPROC_MODE");
-	char *end;
-	long v;
-
-	if (!*output) {
-		fprintf(stderr, "cprof-inproc: CPROF_INPROC_OUTPUT is empty: not profiling\n");
-		return false;
-	}
-	/* The target may chdir before it exits. */
-	if (output[0] == '/' || !getcwd(inproc_output, sizeof(inproc_output)))
-		inproc_output[0] = '\0';
-	if (inproc_output[0] && strcmp(inproc_output, "/") != 0)
-		strncat(inproc_output, "/", sizeof(inproc_output) - strlen(inproc_output) - 1);
-	if (strlen(inproc_output) + strlen(output) >= sizeof(inproc_output)) {
-		fprintf(stderr, "cprof-inproc: cannot write '%s': %s\n", output,
-			strerror(ENAMETOOLONG));
-		return false;
-	}
-	strcat(inproc_output, output);
-
-	inproc_hz = INPROC_DEFAULT_HZ;
-	if (hz) {
-		errno = 0;
-		v = strtol(hz, &end, 10);
-		if (errno || end == hz || *end || v < 1 || v > INPROC_MAX_HZ) {
-			fprintf(stderr, "cprof-inproc: invalid CPROF_INPROC_HZ '%s': must be 1..%d; "
-					"not profiling\n", hz, INPROC_MAX_HZ);
-			return false;
-		}
-		inproc_hz = (unsigned)v;
-	}
-	inproc_interval_ns = 1000000000 / (int64_t)inproc_hz;
-	inproc_mode = INPROC_CPU;
-	if (mode && strcmp(mode, "wall") == 0) {
-		inproc_mode = INPROC_WALL;
-	} else if (mode && strcmp(mode, "cpu") != 0) {
-		fprintf(stderr, "cprof-inproc: invalid CPROF_INPROC_MODE '%s': must be cpu or wall; "
-				"not profiling\n", mode);
-		return false;
-	}
-	return true;
-}
 
 /* In a child made by fork: the profile belongs to the parent. */
 static void inproc_atfork_child(void)
