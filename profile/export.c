@@ -13,7 +13,9 @@
 #include "lib/htab.h"
 #include "profile/export.h"
 
-/* (module, lookup address) -> location id, in lookup order. */
+/* (module, lookup address) -> location id, in lookup order.  A Python
+ * frame's key is (PY_MODULE, its location id). */
+#define PY_MODULE UINT32_MAX
 struct loc_entry {
 	uint64_t addr;
 	uint32_t module;
@@ -115,6 +117,16 @@ static int lines_for(struct exporter *x, const struct proc_module *m, const stru
 	int ret;
 
 	*n = 0;
+	if (f->flags & PROF_FRAME_PYTHON) {
+		if (cprof_grow(&x->lines, &x->cap_lines, 1, sizeof(*x->lines), 16) < 0)
+			return -ENOMEM;
+		memset(x->lines, 0, sizeof(*x->lines));
+		ret = x->o->python_line ? x->o->python_line(f->addr, x->lines, x->o->arg) : -ENOENT;
+		if (ret < 0 && ret != -ENOENT)
+			return ret;
+		*n = ret == 0;
+		return 0;
+	}
 	if (f->flags & PROF_FRAME_TRUNCATED) {
 		/* Where a walk stopped short of a thread root. */
 		static const struct sym_frame truncated = { .function = "[truncated]" };
@@ -152,16 +164,20 @@ static int lines_for(struct exporter *x, const struct proc_module *m, const stru
  */
 static uint64_t frame_pc(const struct prof_frame *f)
 {
-	return (f->flags & PROF_FRAME_EXACT) || !f->addr ? f->addr : f->addr - 1;
+	return (f->flags & (PROF_FRAME_EXACT | PROF_FRAME_PYTHON)) || !f->addr ? f->addr : f->addr - 1;
 }
 
+/* The location of frame f into *id: 0, 1 when f has none (a Python frame
+ * its reader cannot name: left out), or -errno. */
 static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t *id)
 {
+	bool py = f->flags & PROF_FRAME_PYTHON;
 	struct loc_entry key = {
 		.addr = frame_pc(f),
-		.module = f->module,
+		.module = py ? PY_MODULE : f->module,
 	};
-	const struct proc_module *m = f->module ? proc_modules_get(x->mods, f->module) : NULL;
+	const struct proc_module *m =
+		f->module && !py ? proc_modules_get(x->mods, f->module) : NULL;
 	uint32_t hash, ref;
 	size_t n;
 	int ret;
@@ -172,6 +188,8 @@ static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t
 		return 0;
 	}
 	ret = lines_for(x, m, f, &n);
+	if (!ret && py && !n)
+		return 1;
 	if (!ret)
 		ret = cprof_grow(&x->locs, &x->cap_locs, x->n_locs + 1, sizeof(*x->locs), 1024);
 	if (!ret)
@@ -180,7 +198,9 @@ static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t
 		return ret;
 	/* An address 0 with nothing known cannot be a location; callers
 	 * drop such frames before getting here. */
-	ret = prof_add_location(x->b, m ? x->mapping_ids[m->id] : 0, key.addr, x->lines, n, id);
+	/* A Python frame is no machine address: its location has lines only. */
+	ret = prof_add_location(x->b, m ? x->mapping_ids[m->id] : 0, py ? 0 : key.addr, x->lines,
+				n, id);
 	if (ret < 0)
 		return ret;
 	key.id = *id;
@@ -210,7 +230,7 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 		ret = location_for(x, &f[i], &x->loc_ids[k]);
 		if (ret < 0)
 			return ret;
-		k++;
+		k += ret == 0;
 	}
 	if (!k)
 		return 0;

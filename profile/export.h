@@ -35,6 +35,12 @@ struct prof_export_opts {
 	/* Thread key -> its process's pid and name, as string labels "pid"
 	 * and "process_name" (NULL: none); returns as thread_label does. */
 	int (*process_label)(uint32_t key, pid_t *pid, const char **name, void *arg);
+	/*
+	 * A PROF_FRAME_PYTHON frame's location id -> its function, file and
+	 * line (the strings need live only during the call).  Returns 0, or
+	 * -ENOENT: the frame is left out.  NULL: every such frame is.
+	 */
+	int (*python_line)(uint64_t id, struct prof_line *out, void *arg);
 	void *arg;
 };
 

@@ -15,6 +15,9 @@
 enum {
 	PROF_FRAME_EXACT = 1 << 0,	/* addr is an exact pc (leaf, signal frame): no -1 */
 	PROF_FRAME_TRUNCATED = 1 << 1,	/* no frame: the walk ended before a root (addr 0) */
+	/* An interpreter's frame (CPython's, python/): addr is a location id
+	 * its reader names (prof_export_opts.python_line), module is 0. */
+	PROF_FRAME_PYTHON = 1 << 2,
 };
 
 struct prof_frame {

@@ -287,6 +287,9 @@ void py_codes_free(struct py_proc *py)
 	}
 	free(py->codes);
 	free(py->locs);
+	free(py->tstates);
+	py->tstates = NULL;
+	py->n_tstates = py->cap_tstates = 0;
 	cprof_htab_free(&py->code_index);
 	cprof_htab_free(&py->loc_index);
 	py->codes = NULL;

@@ -104,7 +104,7 @@ static int read_frame(const struct py_proc *py, struct py_stacks *s, struct py_t
 	return push_frame(s, &f);
 }
 
-static int read_thread(const struct py_proc *py, struct py_stacks *s, uint64_t ts)
+static int read_thread(const struct py_proc *py, struct py_stacks *s, uint64_t ts, pid_t tid)
 {
 	struct py_thread_stack *t;
 	uint64_t f;
@@ -114,7 +114,7 @@ static int read_thread(const struct py_proc *py, struct py_stacks *s, uint64_t t
 	if (cprof_grow(&s->threads, &s->cap_threads, s->n_threads + 1, sizeof(*s->threads), 16) < 0)
 		return -ENOMEM;
 	t = &s->threads[s->n_threads];
-	t->tid = py_tstate_tid(py, ts);
+	t->tid = tid;
 	t->first = s->n_frames;
 	f = top_frame(py, ts);
 	for (depth = 0; f && depth < MAX_DEPTH; depth++) {
@@ -132,22 +132,29 @@ static int read_thread(const struct py_proc *py, struct py_stacks *s, uint64_t t
 	return 0;
 }
 
-int py_read_stacks(struct py_proc *py, struct py_stacks *s)
+/* Walks every interpreter's thread states into py->tstates (tid, address);
+ * with s, reads each one's frames too.  Returns 0 or -errno. */
+static int walk_tstates(struct py_proc *py, struct py_stacks *s)
 {
 	const struct py_layout *l = &py->l;
 	uint64_t interp, ts;
 	size_t ni, nt;
+	pid_t tid;
 	int ret;
 
-	s->n_threads = 0;
-	s->n_frames = 0;
+	py->n_tstates = 0;
 	if (py_word(py->pid, py->runtime, l->rt_interp_head, &interp) < 0)
 		return -EFAULT;
 	for (ni = 0; interp && ni < MAX_INTERPS; ni++) {
 		if (py_word(py->pid, interp, l->is_tstate_head, &ts) < 0)
 			return -EFAULT;
 		for (nt = 0; ts && nt < MAX_TSTATES; nt++) {
-			ret = read_thread(py, s, ts);
+			tid = py_tstate_tid(py, ts);
+			if (cprof_grow(&py->tstates, &py->cap_tstates, py->n_tstates + 1,
+				       sizeof(*py->tstates), 16) < 0)
+				return -ENOMEM;
+			py->tstates[py->n_tstates++] = (struct py_tstate){ .tid = tid, .addr = ts };
+			ret = s ? read_thread(py, s, ts, tid) : 0;
 			if (ret < 0)
 				return ret;
 			if (py_word(py->pid, ts, l->ts_next, &ts) < 0)
@@ -157,6 +164,44 @@ int py_read_stacks(struct py_proc *py, struct py_stacks *s)
 			break;
 	}
 	return 0;
+}
+
+int py_read_stacks(struct py_proc *py, struct py_stacks *s)
+{
+	s->n_threads = 0;
+	s->n_frames = 0;
+	return walk_tstates(py, s);
+}
+
+static uint64_t tstate_of(const struct py_proc *py, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < py->n_tstates; i++)
+		if (py->tstates[i].tid == tid)
+			return py->tstates[i].addr;
+	return 0;
+}
+
+int py_read_thread(struct py_proc *py, pid_t tid, struct py_stacks *s)
+{
+	uint64_t ts = tstate_of(py, tid), back;
+	int ret;
+
+	/* A remembered state that no longer names this interpreter was
+	 * freed (its thread ended, the tid was reused): walk again. */
+	if (ts && (py_word(py->pid, ts, py->l.ts_interp, &back) < 0 || !back ||
+		   py_tstate_tid(py, ts) != tid))
+		ts = 0;
+	if (!ts) {
+		ret = walk_tstates(py, NULL);
+		if (ret < 0)
+			return ret;
+		ts = tstate_of(py, tid);
+		if (!ts)
+			return -ENOENT;
+	}
+	return read_thread(py, s, ts, tid);
 }
 
 void py_stacks_free(struct py_stacks *s)

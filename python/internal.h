@@ -54,6 +54,11 @@ struct py_proc {
 	struct py_code *codes;
 	size_t n_codes, cap_codes;
 	struct cprof_htab code_index;
+	struct py_tstate {
+		pid_t tid;
+		uint64_t addr;
+	} *tstates;			/* from the last walk of the list */
+	size_t n_tstates, cap_tstates;
 	struct py_loc *locs;
 	size_t n_locs, cap_locs;
 	struct cprof_htab loc_index;

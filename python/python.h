@@ -20,9 +20,6 @@
 #include "process/modules.h"
 #include "profile/stacks.h"
 
-/* A spliced Python frame: addr is a location id for py_location(), module 0. */
-#define PROF_FRAME_PYTHON (1u << 8)
-
 struct py_proc;
 
 /* One frame as read from the target: resolved later, by py_splice. */
@@ -71,6 +68,15 @@ const char *py_proc_module(const struct py_proc *py);
  * else.  Returns 0 or -errno (-EFAULT: a pointer led nowhere).
  */
 int py_read_stacks(struct py_proc *py, struct py_stacks *s);
+
+/*
+ * Appends thread tid's frames to s (as py_read_stacks does for all), for a
+ * sample: tid must be stopped.  Its thread state is remembered from the
+ * last walk of the list, walked again when tid is not in it.  Returns 0,
+ * -ENOENT when tid has no thread state (a thread Python does not know, or
+ * one that ended), or -errno.
+ */
+int py_read_thread(struct py_proc *py, pid_t tid, struct py_stacks *s);
 void py_stacks_free(struct py_stacks *s);
 
 /*

@@ -982,6 +982,87 @@ out:
 	prof_stacks_destroy(st);
 }
 
+/* ---- Python frames -------------------------------------------------------- */
+
+/* Names location ids 1 and 2; 3 is unknown (-ENOENT). */
+static int python_line(uint64_t id, struct prof_line *out, void *arg)
+{
+	(void)arg;
+	if (id == 1)
+		*out = (struct prof_line){ .function = "Worker.run", .filename = "/srv/app.py",
+					   .line = 12 };
+	else if (id == 2)
+		*out = (struct prof_line){ .function = "main", .filename = "/srv/app.py", .line = 40 };
+	else
+		return -ENOENT;
+	return 0;
+}
+
+/*
+ * prof_export of stacks with Python frames: each becomes a location of no
+ * mapping and address 0 whose line has the function, the .py file and the
+ * line; one id is one location however many samples have it; a frame its
+ * reader cannot name is left out (the sample stays), and without a reader
+ * every Python frame is.
+ */
+static void check_export_python(void)
+{
+	const struct prof_frame f[] = {
+		{ 0x1234, 0, PROF_FRAME_EXACT }, { 1, 0, PROF_FRAME_PYTHON },
+		{ 3, 0, PROF_FRAME_PYTHON }, { 2, 0, PROF_FRAME_PYTHON }, { 0x5678, 0, 0 },
+	};
+	const int64_t v[] = { 1, 10000000 };
+	struct prof_stacks *st = NULL;
+	struct proc_modules *mods = NULL;
+	struct prof_builder *b = NULL;
+	struct prof_rd_profile *p = NULL;
+	struct prof_export_opts o = { .value = PROF_VALUE_CPU, .hz = 100, .python_line = python_line };
+	const struct prof_rd_sample *sm;
+	int err;
+
+	err = prof_stacks_create(&st, 2);
+	if (!err)
+		err = prof_stacks_add(st, 1, f, 5, v);
+	if (!err)
+		err = prof_stacks_add(st, 2, f + 1, 4, v);
+	if (!err)
+		err = proc_modules_create(&mods, getpid());
+	if (!err)
+		err = prof_export(st, mods, NULL, &o, &b);
+	if (!err)
+		err = prof_builder_view(b, &p);
+	check(err == 0, "export python: stacks exported and viewed (%d)", err);
+	if (err)
+		goto out;
+	check(p->n_samples == 2 && prof_location_count(b) == 4,
+	      "export python: 2 samples, 4 locations: two native, two Python (%zu, %zu)",
+	      p->n_samples, prof_location_count(b));
+	sm = &p->samples[0];
+	check(sm->n_locations == 4 && sm->locations[1]->n_lines == 1 &&
+	      !strcmp(sm->locations[1]->lines[0].function->name, "Worker.run") &&
+	      !strcmp(sm->locations[1]->lines[0].function->filename, "/srv/app.py") &&
+	      sm->locations[1]->lines[0].line == 12 && !strcmp(sm->locations[2]->lines[0].function->name, "main") &&
+	      sm->locations[2]->lines[0].line == 40,
+	      "export python: the frames keep their order, name, file and line; id 3 is left out");
+	check(sm->n_locations == 4 && sm->locations[1]->address == 0 && !sm->locations[1]->mapping,
+	      "export python: a Python location has address 0 and no mapping");
+	check(p->samples[1].n_locations == 3 && p->samples[1].locations[0] == sm->locations[1],
+	      "export python: one location id is one location in every sample");
+	prof_rd_free(p);
+	p = NULL;
+	prof_builder_destroy(b);
+	b = NULL;
+	o.python_line = NULL;
+	err = prof_export(st, mods, NULL, &o, &b);
+	check(err == 0 && b && prof_location_count(b) == 2,
+	      "export python: without a reader the Python frames are left out (%d)", err);
+out:
+	prof_rd_free(p);
+	prof_builder_destroy(b);
+	proc_modules_destroy(mods);
+	prof_stacks_destroy(st);
+}
+
 int main(void)
 {
 	struct prof_builder *b;
@@ -1019,6 +1100,7 @@ int main(void)
 	check_scale();
 	check_names();
 	check_export_errors();
+	check_export_python();
 
 out:
 	nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
