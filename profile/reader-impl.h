@@ -9,6 +9,14 @@
 
 #include "profile/reader.h"
 
+/*
+ * What the reader accepts (reader.h): profiles come from anywhere (CI jobs,
+ * downloads), and a few KiB of gzip can claim gigabytes.  The largest real
+ * profiles (hours of many threads) stay well below both.
+ */
+#define RD_MAX_PLAIN ((size_t)256 << 20)	/* protobuf bytes, decompressed */
+#define RD_MAX_FILE (RD_MAX_PLAIN + ((size_t)1 << 20))	/* bytes read (gzip adds a little) */
+
 struct Perftools__Profiles__Profile;
 struct ProtobufCAllocator;
 
@@ -28,5 +36,13 @@ struct prof_rd_owner {
 	struct prof_rd_sample *samples;
 	const char **comments;
 };
+
+/*
+ * reader-input.c: inflates the len bytes of gzip at in (members one after
+ * another) into a malloc'ed *out of exactly the decompressed size, at most
+ * RD_MAX_PLAIN.  0, -ENOMEM, -EFBIG or -EBADMSG, with *why saying why.
+ */
+int prof_rd_gunzip(const unsigned char *in, size_t len, unsigned char **out, size_t *out_len,
+		   const char **why);
 
 #endif
