@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "elf/gopclntab.h"
+#include "lib/grow.h"
 
 /* Header words after magic(4), pad(2), minLC(1), ptrSize(1): nfunc, nfiles,
  * textStart, funcnameOffset, cuOffset, filetabOffset, pctabOffset,
@@ -285,19 +286,9 @@ static void put(struct out *o, const void *src, size_t n)
 {
 	if (o->oom)
 		return;
-	if (o->n + n > o->cap) {
-		size_t cap = o->cap ? o->cap * 2 : 65536;
-		char *nb;
-
-		while (cap < o->n + n)
-			cap *= 2;
-		nb = realloc(o->b, cap);
-		if (!nb) {
-			o->oom = true;
-			return;
-		}
-		o->b = nb;
-		o->cap = cap;
+	if (n > SIZE_MAX - o->n || cprof_grow(&o->b, &o->cap, o->n + n, 1, 65536) < 0) {
+		o->oom = true;
+		return;
 	}
 	memcpy(o->b + o->n, src, n);
 	o->n += n;

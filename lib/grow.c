@@ -34,3 +34,17 @@ int cprof_grow(void *arrayp, size_t *cap, size_t need, size_t size, size_t first
 	*cap = ncap;
 	return 0;
 }
+
+int cprof_grow_zeroed(void *arrayp, size_t *cap, size_t need, size_t size, size_t first)
+{
+	size_t old = *cap;
+	char *p;
+	int ret;
+
+	ret = cprof_grow(arrayp, cap, need, size, first);
+	if (ret < 0 || *cap == old)
+		return ret;
+	memcpy(&p, arrayp, sizeof(p));
+	memset(p + old * size, 0, (*cap - old) * size);
+	return 0;
+}

@@ -14,4 +14,8 @@
  */
 int cprof_grow(void *arrayp, size_t *cap, size_t need, size_t size, size_t first);
 
+/* cprof_grow for arrays used up to their capacity (slots by id): the
+ * elements it adds are zeroed. */
+int cprof_grow_zeroed(void *arrayp, size_t *cap, size_t need, size_t size, size_t first);
+
 #endif

@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "process/maps.h"
 
 #define DELETED_SUFFIX " (deleted)"
@@ -174,16 +175,9 @@ int proc_maps_parse(const char *text, size_t len, struct proc_maps *out)
 			p = line_end + 1;
 			continue;
 		}
-		if (m.n == cap) {
-			size_t ncap = cap != 0 ? cap * 2 : 64;
-			struct proc_map *v = realloc(m.v, ncap * sizeof(*v));
-
-			if (!v) {
-				ret = -ENOMEM;
-				goto free_maps;
-			}
-			m.v = v;
-			cap = ncap;
+		if (cprof_grow(&m.v, &cap, m.n + 1, sizeof(*m.v), 64) < 0) {
+			ret = -ENOMEM;
+			goto free_maps;
 		}
 		ret = parse_line(p, line_end, &m.v[m.n]);
 		if (ret < 0)
@@ -226,16 +220,9 @@ int proc_maps_read(pid_t pid, struct proc_maps *out)
 	 * EOF into a growing buffer rather than trusting any size.
 	 */
 	for (;;) {
-		if (cap - len < 4096) {
-			size_t ncap = cap != 0 ? cap * 2 : 16384;
-			char *nbuf = realloc(buf, ncap);
-
-			if (!nbuf) {
-				ret = -ENOMEM;
-				goto free_buf;
-			}
-			buf = nbuf;
-			cap = ncap;
+		if (cprof_grow(&buf, &cap, len + 4096, 1, 16384) < 0) {
+			ret = -ENOMEM;
+			goto free_buf;
 		}
 		r = read(fd, buf + len, cap - len);
 		if (r < 0) {

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lib/grow.h"
 #include "lib/utf8.h"
 #include "process/procfs.h"
 
@@ -221,15 +222,8 @@ const char *procfs_syscall_name(long nr)
 
 static int push_pid(pid_t **v, size_t *n, size_t *cap, pid_t p)
 {
-	pid_t *nv;
-
-	if (*n == *cap) {
-		*cap = *cap ? *cap * 2 : 16;
-		nv = realloc(*v, *cap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-	}
+	if (cprof_grow(v, cap, *n + 1, sizeof(**v), 16) < 0)
+		return -ENOMEM;
 	(*v)[(*n)++] = p;
 	return 0;
 }
@@ -239,7 +233,7 @@ static int push_pid(pid_t **v, size_t *n, size_t *cap, pid_t p)
 static int read_all(const char *path, char **out)
 {
 	size_t len = 0, cap = 4096;
-	char *buf = malloc(cap), *nb;
+	char *buf = malloc(cap);
 	ssize_t r;
 	int fd, ret = 0;
 
@@ -252,14 +246,9 @@ static int read_all(const char *path, char **out)
 	}
 	while ((r = read(fd, buf + len, cap - 1 - len)) > 0) {
 		len += (size_t)r;
-		if (len == cap - 1) {
-			nb = realloc(buf, cap * 2);
-			if (!nb) {
-				ret = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
+		if (len == cap - 1 && cprof_grow(&buf, &cap, cap + 1, 1, 4096) < 0) {
+			ret = -ENOMEM;
+			break;
 		}
 	}
 	if (r < 0 && ret == 0)
@@ -313,7 +302,7 @@ int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n)
 {
 	char path[64];
 	struct dirent *de;
-	pid_t *v = NULL, *nv;
+	pid_t *v = NULL;
 	size_t cnt = 0, cap = 0;
 	DIR *d;
 	int ret = 0;
@@ -328,14 +317,9 @@ int procfs_list_tasks(pid_t pid, pid_t **tids, size_t *n)
 
 		if (*end || tid <= 0)
 			continue;
-		if (cnt == cap) {
-			cap = cap ? cap * 2 : 64;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				ret = -ENOMEM;
-				goto out_free;
-			}
-			v = nv;
+		if (cprof_grow(&v, &cap, cnt + 1, sizeof(*v), 64) < 0) {
+			ret = -ENOMEM;
+			goto out_free;
 		}
 		v[cnt++] = (pid_t)tid;
 	}

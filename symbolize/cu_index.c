@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "lib/grow.h"
 #include "symbolize/cu_index.h"
 
 struct cu_range {
@@ -21,15 +22,8 @@ struct cu_index {
 
 static int add(struct cu_index *ix, Dwarf_Addr start, Dwarf_Addr end, Dwarf_Off cu)
 {
-	if (ix->n == ix->cap) {
-		size_t cap = ix->cap ? ix->cap * 2 : 64;
-		struct cu_range *nv = realloc(ix->r, cap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		ix->r = nv;
-		ix->cap = cap;
-	}
+	if (cprof_grow(&ix->r, &ix->cap, ix->n + 1, sizeof(*ix->r), 64) < 0)
+		return -ENOMEM;
 	ix->r[ix->n++] = (struct cu_range){ start, end, cu };
 	return 0;
 }

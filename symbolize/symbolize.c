@@ -104,15 +104,11 @@ void sym_destroy(struct sym_ctx *ctx)
 
 static struct mod_state *mod_state(struct sym_ctx *ctx, const struct proc_module *mod)
 {
-	size_t old = ctx->nmods;
-
 	if (!mod->id)
 		return NULL;
 	/* Every slot up to the capacity is in use (zero until first asked). */
-	if (cprof_grow(&ctx->mods, &ctx->nmods, mod->id, sizeof(*ctx->mods), 64) < 0)
+	if (cprof_grow_zeroed(&ctx->mods, &ctx->nmods, mod->id, sizeof(*ctx->mods), 64) < 0)
 		return NULL;
-	if (ctx->nmods > old)
-		memset(ctx->mods + old, 0, (ctx->nmods - old) * sizeof(*ctx->mods));
 	return &ctx->mods[mod->id - 1];
 }
 

@@ -13,6 +13,7 @@
 
 #include "elf/gopclntab.h"
 #include "elf/objfile.h"
+#include "lib/grow.h"
 #include "unwind/roots.h"
 
 struct root_range {
@@ -70,15 +71,8 @@ enum roots_kind roots_name_kind(const char *name)
 
 static int add_range(struct roots *r, uint64_t start, uint64_t end, enum roots_kind kind)
 {
-	if (r->n == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 8;
-		struct root_range *nv = realloc(r->r, cap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		r->r = nv;
-		r->cap = cap;
-	}
+	if (cprof_grow(&r->r, &r->cap, r->n + 1, sizeof(*r->r), 8) < 0)
+		return -ENOMEM;
 	r->r[r->n++] = (struct root_range){ start, end, kind };
 	return 0;
 }
