@@ -3,7 +3,7 @@
  * Remote unwinding of a snapshot with libunwind and cprof's own accessors:
  * registers from the snapshot, stack memory from the snapshot, unwind tables
  * (.eh_frame_hdr/.eh_frame) and code from the target's read-only mappings
- * through process_vm_readv with a page cache.  Nothing here stops a thread
+ * through process/memory.c with a page cache.  Nothing here stops a thread
  * or re-reads /proc/PID/maps; libunwind-ptrace's per-word PEEKDATA and its
  * one-entry ELF cache stay off the hot path (doc/ptrace.md, remote memory).
  * The vdso is unwound like any other module, from its in-memory image.

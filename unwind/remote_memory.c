@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: MIT */
+/* The remote unwinder's memory: the snapshot, a cache of read-only pages, the target. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "process/memory.h"
+#include "unwind/remote-impl.h"
+
+static uint64_t page_hash(uint64_t page)
+{
+	return (page >> 12) * 0x9e3779b97f4a7c15ull;
+}
+
+void remote_flush_pages(struct remote_unwinder *u)
+{
+	size_t i;
+
+	for (i = 0; i < PAGE_SLOTS; i++)
+		u->pages[i].addr = 0;
+	u->n_pages = 0;
+}
+
+/* Copies len bytes at addr from a cached read-only page.  Fails on pages
+ * that cannot be read. */
+static int read_cached(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
+{
+	uint64_t page = addr & ~(uint64_t)(PAGE_SIZE_ - 1);
+	size_t off = (size_t)(addr - page), i;
+	struct page *slot;
+
+	if (off + len > PAGE_SIZE_)
+		return -EINVAL;
+	i = (size_t)(page_hash(page) & (PAGE_SLOTS - 1));
+	for (;;) {
+		slot = &u->pages[i];
+		if (slot->addr == page + 1) {
+			memcpy(dst, slot->data + off, len);
+			return 0;
+		}
+		if (!slot->addr)
+			break;
+		i = (i + 1) & (PAGE_SLOTS - 1);
+	}
+	/* Keep the table at most half full; beyond that start over: code
+	 * working sets are small, and this keeps probing short. */
+	if (u->n_pages >= PAGE_SLOTS / 2) {
+		remote_flush_pages(u);
+		return read_cached(u, addr, dst, len);
+	}
+	if (!slot->data) {
+		slot->data = malloc(PAGE_SIZE_);
+		if (!slot->data)
+			return -ENOMEM;
+	}
+	if (proc_mem_read_all(u->pid, page, slot->data, PAGE_SIZE_) < 0)
+		return -EFAULT;
+	slot->addr = page + 1;
+	u->n_pages++;
+	memcpy(dst, slot->data + off, len);
+	return 0;
+}
+
+static int read_live(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
+{
+	return proc_mem_read_all(u->pid, addr, dst, len) == 0 ? 0 : -EFAULT;
+}
+
+/*
+ * The one memory reader: snapshot first (the stack as it was at the stop),
+ * then read-only mappings through the cache, then live memory.  Reading the
+ * live stack beyond the snapshot would mix two moments, so it is refused and
+ * the sample marked truncated instead.
+ */
+int remote_read(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
+{
+	const struct snap *s = u->snap;
+	const struct proc_map *m;
+
+	if (s && addr >= s->stack_start && addr + len <= s->stack_start + s->stack_len) {
+		size_t off = (size_t)(addr - s->stack_start);
+
+		memcpy(dst, s->stack + off, len);
+		if (off + len > u->stack_used)
+			u->stack_used = off + len;
+		walk_log_stack(&u->log, addr, dst, len);
+		return 0;
+	}
+	/* The word just below SP, which no copy holds (both start at SP):
+	 * see popped_second_chance. */
+	if (s && !s->regs_partial && addr + len <= s->stack_start && addr >= s->stack_start - 8) {
+		u->read_popped = true;
+		if (u->guess_popped) {
+			uint64_t v = s->regs.rbp;
+
+			memcpy(dst, (const uint8_t *)&v + (addr - (s->stack_start - 8)), len);
+			walk_log_spoil(&u->log);
+			return 0;
+		}
+	}
+	/* Anything but the copy and read-only file pages may read
+	 * differently for another copy: such a walk is not remembered. */
+	if (s && s->stack2_len && addr >= s->stack2_start &&
+	    addr + len <= s->stack2_start + s->stack2_len) {
+		memcpy(dst, s->stack2 + (addr - s->stack2_start), len);
+		walk_log_spoil(&u->log);
+		return 0;
+	}
+	if (addr >= u->parked_lo && addr + len <= u->parked_hi) {
+		walk_log_spoil(&u->log);
+		return read_live(u, addr, dst, len);
+	}
+	if (u->stack_map && addr >= u->stack_map->start && addr < u->stack_map->end) {
+		if (s && addr >= s->stack_start)
+			u->hit_end_of_snapshot = true;
+		walk_log_spoil(&u->log);
+		return -EFAULT;
+	}
+	m = proc_maps_find(u->maps, addr);
+	if (m && !(m->perms & PROC_MAP_W) && (m->perms & PROC_MAP_R) &&
+	    (addr & (PAGE_SIZE_ - 1)) + len <= PAGE_SIZE_) {
+		if (read_cached(u, addr, dst, len) == 0)
+			return 0;
+		walk_log_spoil(&u->log);
+		return -EFAULT;
+	}
+	walk_log_spoil(&u->log);
+	return read_live(u, addr, dst, len);
+}
+
+
+/* Whether ra follows a call instruction in a module's code: e8 rel32, or
+ * ff /2 (indirect call) in its 2..7-byte forms, with or without REX. */
+static bool is_return_address(struct remote_unwinder *u, uint64_t ra)
+{
+	static const unsigned ff_back[] = { 2, 3, 4, 6, 7 };
+	uint8_t b[8];
+	size_t i;
+
+	if (ra < 8 || !proc_modules_lookup(u->mods, ra))
+		return false;
+	if (remote_read(u, ra - 8, b, 8) < 0)
+		return false;
+	if (b[8 - 5] == 0xe8)
+		return true;
+	for (i = 0; i < sizeof(ff_back) / sizeof(ff_back[0]); i++) {
+		unsigned k = ff_back[i];
+
+		if (b[8 - k] == 0xff && (b[8 - k + 1] & 0x38) == 0x10)
+			return true;
+	}
+	return false;
+}
+
+/* A frame record at v: [v] the caller's frame pointer, [v+8] a return
+ * address; followed for depth more records. */
+static bool frame_record(struct remote_unwinder *u, uint64_t v, int depth)
+{
+	uint64_t next, ra;
+
+	if (!snap_word(u->snap, v, &next) || !snap_word(u->snap, v + 8, &ra))
+		return false;
+	if (!is_return_address(u, ra))
+		return false;
+	if (depth == 0 || next == 0)
+		return true;
+	if (next <= v || !u->stack_map || next >= u->stack_map->end)
+		return false;
+	return frame_record(u, next, depth - 1);
+}
+
+/*
+ * A thread read without a stop has only SP and PC.  When code built with
+ * frame pointers calls a libc wrapper that leaves %rbp alone, the caller's
+ * frame is found through %rbp, which /proc does not give.  That frame's
+ * record lies at or above its stack pointer (rbp_floor, learnt from a first
+ * walk that stopped there): the lowest address from there holding a
+ * frame-pointer/return-address pair whose chain goes on through two more
+ * such pairs.  The walk with the guess must then reach the thread's start,
+ * or the thread is stopped instead (missing_reg).
+ */
+bool remote_frame_pointer_guess(struct remote_unwinder *u, uint64_t *rbp)
+{
+	const struct snap *s = u->snap;
+	uint64_t v;
+
+	if (!u->rbp_probed) {
+		u->rbp_probed = true;
+		u->rbp_guess = 0;
+		for (v = (u->rbp_floor + 7) & ~7ull; v + 16 <= s->stack_start + s->stack_len;
+		     v += 8) {
+			if (frame_record(u, v, 2)) {
+				u->rbp_guess = v;
+				break;
+			}
+		}
+	}
+	*rbp = u->rbp_guess;
+	return u->rbp_guess != 0;
+}
