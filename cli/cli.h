@@ -51,6 +51,22 @@ int cli_check_output(const char *path);
  */
 int cli_attach_obstacle(pid_t pid, int err, char *buf, size_t size);
 
+/*
+ * Keeps cprof's exit from waiting for the disk.  ext4 (auto_da_alloc) and
+ * XFS mark a file truncated to size 0 -- a shell's "2>FILE" does it to an
+ * existing FILE -- and when an open file of it is released, they start
+ * writing back what it holds that has no disk blocks yet.  For cprof that
+ * release is its exit, the summary just written, and submitting that
+ * write-back waits in the block layer's throttle (wbt) behind whatever
+ * else writes to the disk: tens of seconds past the summary on a busy
+ * machine, in state D, where no signal ends it.  Called first thing: an
+ * open and close of standard output and error (when they are regular
+ * files) takes that flush while they hold nothing of cprof's, and clears
+ * the mark; what cprof writes later goes to the disk in the kernel's own
+ * time.
+ */
+void cli_settle_std_files(void);
+
 /* The integer a /proc file (a sysctl) holds.  Returns false when it cannot
  * be read. */
 bool cli_read_proc_int(const char *path, int *v);

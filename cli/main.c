@@ -50,6 +50,7 @@ int main(int argc, char **argv)
 
 	/* Writing a profile to a closed pipe must report EPIPE, not kill us. */
 	signal(SIGPIPE, SIG_IGN);
+	cli_settle_std_files();
 	if (argc < 2) {
 		usage(stderr);
 		return CPROF_EXIT_USAGE;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Error reporting, option value parsing and attach diagnostics for cli/. */
+/* Error reporting, option value parsing, attach diagnostics and the standard
+ * files' settling for cli/. */
 #include "config.h"
 
 #include <errno.h>
@@ -144,6 +145,28 @@ out:
 	free(probe);
 	free(copy);
 	return ret;
+}
+
+void cli_settle_std_files(void)
+{
+	static const int fds[] = { STDOUT_FILENO, STDERR_FILENO };
+	char path[32];
+	struct stat st;
+	size_t i;
+	int fd;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (fstat(fds[i], &st) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[i]);
+		/* Opened for writing without O_TRUNC: XFS marks only a writer's
+		 * release; ext4 any.  Nothing is written. */
+		fd = open(path, O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			fd = open(path, O_RDONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd >= 0)
+			close(fd);
+	}
 }
 
 bool cli_read_proc_int(const char *path, int *v)
