@@ -107,6 +107,10 @@ struct cli_session {
 	bool stack_size_given;	/* --stack-size was */
 	bool no_debuginfod;	/* --no-debuginfod */
 	uint64_t debuginfod_timeout_ns;	/* --debuginfod-timeout: bound of one lookup */
+	/* --write-timeout: from the end of sampling, the bound of symbolizing
+	 * and writing; past it the rest stays unsymbolized (exit 1) */
+	uint64_t write_timeout_ns;
+	bool fsync;		/* --fsync: wait for the disk to hold the profile */
 	unsigned tracer_flags;	/* TRACER_FOLLOW, TRACER_DESCENDANTS: the tree too */
 };
 
@@ -123,6 +127,7 @@ enum cli_opt_status cli_session_opt_stop(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_source(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_sched(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_write_timeout(void *value, const char *arg);
 
 /* The option table entries attach and record share, on the session *s. */
 #define CLI_SESSION_OPTIONS(s) \
@@ -137,6 +142,8 @@ enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *
 	CLI_OPTION_CALLBACK(0, "sched", (s), cli_session_opt_sched), \
 	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
 	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \
+	CLI_OPTION_CALLBACK(0, "write-timeout", (s), cli_session_opt_write_timeout), \
+	CLI_OPTION_BOOL(0, "fsync", &(s)->fsync), \
 	CLI_OPTION_BOOL('q', "quiet", &(s)->quiet), \
 	CLI_OPTION_BOOL(0, "json", &(s)->json)
 

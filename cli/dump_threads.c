@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "lib/clock.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/symbolize.h"
 #include "unwind/capture.h"
@@ -16,6 +17,8 @@
 #define DEFAULT_FRAMES 256
 #define MAX_FRAMES 4096
 #define MAX_ONLY 4096
+/* --write-timeout's default, as attach's */
+#define DEFAULT_WRITE_TIMEOUT_NS 20000000000ull
 
 struct dump_args {
 	pid_t pid;
@@ -28,14 +31,15 @@ struct dump_args {
 	size_t stack_size;
 	pid_t only[MAX_ONLY];
 	size_t n_only;
+	uint64_t write_timeout_ns;	/* symbolizing's bound, from the capture */
 };
 
 static void dump_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: cprof dump-threads -p PID [--json] [--no-source] [--threads TID,...]\n"
-		"                          [-n MAXFRAMES] [--stack-size BYTES] [-q] [--children]\n"
-		"                          [--python auto|off]\n"
+		"                          [-n MAXFRAMES] [--stack-size BYTES] [--write-timeout D]\n"
+		"                          [-q] [--children] [--python auto|off]\n"
 		"\n"
 		"Prints the stack of every thread of the running process PID, all captured at\n"
 		"one instant: blocked threads are read without being stopped, running ones are\n"
@@ -51,6 +55,8 @@ static void dump_usage(FILE *f)
 		"                         CPython 3.8-3.13)\n"
 		"  -n, --max-frames N     frames per thread, 1..%d (default %d)\n"
 		"      --stack-size N     bytes of stack copied per thread, 4k..8m (default 256k)\n"
+		"      --write-timeout D  bound of symbolizing after the capture (default 20s);\n"
+		"                         past it frames are printed as addresses\n"
 		"  -q, --quiet            no summary line on stderr\n"
 		"  -h, --help             this help\n",
 		MAX_FRAMES, DEFAULT_FRAMES);
@@ -133,6 +139,16 @@ static const struct cli_command_line dump_line = {
 };
 
 /* Returns CLI_PARSE_OK, or what ends the command (reported). */
+static enum cli_opt_status opt_write_timeout(void *value, const char *arg)
+{
+	struct dump_args *a = value;
+
+	if (cli_parse_duration(arg, &a->write_timeout_ns) == 0 && a->write_timeout_ns)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid write timeout '%s' (examples: 5s, 30s, 2m)", arg);
+	return CLI_OPT_INVALID;
+}
+
 static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args *a)
 {
 	const struct cli_option opts[] = {
@@ -142,6 +158,7 @@ static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args 
 		CLI_OPTION_CALLBACK(0, "threads", a, opt_threads),
 		CLI_OPTION_CALLBACK('n', "max-frames", a, opt_frames),
 		CLI_OPTION_CALLBACK(0, "stack-size", a, opt_stack),
+		CLI_OPTION_CALLBACK(0, "write-timeout", a, opt_write_timeout),
 		CLI_OPTION_BOOL('q', "quiet", &a->quiet),
 		CLI_OPTION_BOOL(0, "children", &a->children),
 		CLI_OPTION_CALLBACK(0, "python", a, opt_python),
@@ -154,6 +171,7 @@ static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args 
 	/* Deeper than attach's default: a dump is taken once, and a
 	 * truncated stack is what people notice in a dump. */
 	a->stack_size = 256u << 10;
+	a->write_timeout_ns = DEFAULT_WRITE_TIMEOUT_NS;
 	r = cli_parse_options(&dump_line, opts, argc, argv, &first);
 	if (r != CLI_PARSE_OK)
 		return r;
@@ -205,7 +223,18 @@ struct printer {
 	const struct capture *c;
 	struct sym_ctx *sym;
 	FILE *f;
+	uint64_t deadline_ns;	/* past it, frames are printed unnamed */
+	size_t late;		/* frames printed unnamed for it */
 };
+
+/* Whether a frame may still be looked up; one that may not is counted. */
+static bool in_time(struct printer *pr)
+{
+	if (!pr->late && cprof_now_ns() < pr->deadline_ns)
+		return true;
+	pr->late++;
+	return false;
+}
 
 /* Calls fn for each symbolic frame of ct, inline frames expanded. */
 typedef void (*frame_fn)(struct printer *pr, size_t index, const struct prof_frame *pf,
@@ -244,7 +273,7 @@ static void for_each_frame(struct printer *pr, const struct capture_thread *ct, 
 			continue;
 		}
 		/* mod NULL: JIT code, which the perf map may name */
-		if (pr->sym &&
+		if (pr->sym && in_time(pr) &&
 		    sym_lookup(pr->sym, mod, pf->addr, !(pf->flags & PROF_FRAME_EXACT), &sf, &n) < 0)
 			n = 0;
 		/* -n counts frames as printed, inlined ones included. */
@@ -384,7 +413,8 @@ int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size
 {
 	/* dump-threads' defaults: see parse_args */
 	struct dump_args a = { .pid = pid, .json = json, .max_frames = DEFAULT_FRAMES,
-			       .stack_size = 256u << 10 };
+			       .stack_size = 256u << 10,
+			       .write_timeout_ns = DEFAULT_WRITE_TIMEOUT_NS };
 	struct capture_opts co = { .stack_size = a.stack_size, .max_frames = a.max_frames,
 				   .python = true };
 	struct capture c;
@@ -398,6 +428,7 @@ int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size
 		capture_free(&c);
 		return ret;
 	}
+	pr.deadline_ns = cprof_now_ns() + a.write_timeout_ns;
 	if (sym_create(&pr.sym, c.mods, 0) < 0)
 		pr.sym = NULL;	/* addresses only, as dump-threads prints them */
 	if (json)
@@ -479,8 +510,9 @@ static void format_reasons(char *buf, size_t len, const struct capture *c)
 		snprintf(buf + k, len - k, ")");
 }
 
-/* The exit status of a dump, and its summary line unless -q. */
-static int finish(const struct dump_args *a, const struct capture *c)
+/* The exit status of a dump, and its summary line unless -q; late: the
+ * frames --write-timeout left unnamed. */
+static int finish(const struct dump_args *a, const struct capture *c, size_t late)
 {
 	size_t i, partial = 0;
 	char reasons[200];
@@ -500,6 +532,12 @@ static int finish(const struct dump_args *a, const struct capture *c)
 	if (!a->quiet && c->py)
 		fprintf(stderr, "cprof: python %s (%s): Python frames in %zu threads\n",
 			py_proc_version(c->py), base_name(py_proc_module(c->py)), c->n_py_threads);
+	if (late) {
+		cli_error("symbolizing pid %d ran out of time (--write-timeout %.3g s): %zu frames "
+			  "are printed as addresses (a longer --write-timeout names them)",
+			  (int)a->pid, (double)a->write_timeout_ns / 1e9, late);
+		code = CPROF_EXIT_PARTIAL;
+	}
 	if (!a->quiet)
 		fprintf(stderr,
 			"cprof: dumped %zu threads of pid %d: %zu stopped for a freeze of %.3f ms "
@@ -527,6 +565,7 @@ static int dump_one(const struct dump_args *a, bool descendant, const char *befo
 	code = capture(a, &c, descendant);
 	if (code)
 		return code;
+	pr.deadline_ns = cprof_now_ns() + a->write_timeout_ns;
 	ret = sym_create(&pr.sym, c.mods, a->no_source ? SYM_NO_SOURCE : 0);
 	if (ret < 0) {
 		cli_error("cannot load symbols for pid %d: %s (printing addresses only)", (int)a->pid,
@@ -542,7 +581,7 @@ static int dump_one(const struct dump_args *a, bool descendant, const char *befo
 		print_json(&pr);
 	else
 		print_text(&pr);
-	code = finish(a, &c);
+	code = finish(a, &c, pr.late);
 	if (pr.sym)
 		sym_destroy(pr.sym);
 	sym_perfmap_destroy(pm);

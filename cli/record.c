@@ -30,7 +30,8 @@ static void record_usage(FILE *f)
 		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
 		"                    [--source auto|perf|ptrace]\n"
 		"                    [--stack-size BYTES] [--sched auto|rt|normal]\n"
-		"                    [--debuginfod-timeout D] [--no-debuginfod] [-q] [--json]\n"
+		"                    [--debuginfod-timeout D] [--no-debuginfod]\n"
+		"                    [--write-timeout D] [--fsync] [-q] [--json]\n"
 		"                    [--no-children] [--inproc] -- COMMAND [ARG...]\n"
 		"\n"
 		"Runs COMMAND, profiles it (every thread of it and of every process it starts,\n"
@@ -53,6 +54,9 @@ static void record_usage(FILE *f)
 		"                         bound of one debuginfo download from DEBUGINFOD_URLS\n"
 		"                         (default 5s; a run's downloads get six times that)\n"
 		"      --no-debuginfod    download no debuginfo, even with DEBUGINFOD_URLS set\n"
+		"      --write-timeout D  bound of symbolizing and writing after sampling (default\n"
+		"                         20s); past it frames keep addresses and build ids\n"
+		"      --fsync            wait for the disk to hold the profile (no bound)\n"
 		"      --no-children      COMMAND alone, not the processes it starts (needed for\n"
 		"                         a setuid program it runs: traced, it runs unprivileged)\n"
 		"      --inproc           sample inside COMMAND instead (LD_PRELOAD of %s,\n"
@@ -196,6 +200,8 @@ static int inproc_environment(const struct cli_session *a)
 	snprintf(hz, sizeof(hz), "%u", a->hz);
 	setenv("CPROF_INPROC_HZ", hz, 1);
 	setenv("CPROF_INPROC_MODE", a->mode == SAMPLER_WALL ? "wall" : "cpu", 1);
+	if (a->fsync)
+		setenv("CPROF_INPROC_FSYNC", "1", 1);
 	if (old && *old ? asprintf(&preload, "%s:%s", lib, old) < 0 :
 			  (preload = strdup(lib)) == NULL) {
 		cli_error("cannot set LD_PRELOAD: %s", strerror(ENOMEM));

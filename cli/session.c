@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "cli/session.h"
+#include "lib/clock.h"
 #include "lib/grow.h"
 #include "profile/output.h"
 #include "symbolize/live.h"
@@ -96,8 +97,26 @@ static void session_of(struct prof_session *ps, struct session_text *t,
 	};
 }
 
+/*
+ * When sampling ended, on CLOCK_MONOTONIC: the sampler dates its start on
+ * CLOCK_REALTIME and measures the time it sampled; the tracer's release,
+ * the last unwinds and the watcher's stop come after.
+ */
+static uint64_t sampling_end_ns(const struct sampler_stats *st)
+{
+	uint64_t now = cprof_now_ns();
+	int64_t since = cprof_realtime_ns() - (int64_t)(st->start_realtime_ns + st->elapsed_ns);
+
+	if (!st->start_realtime_ns || since < 0 || (uint64_t)since > now)
+		return now;
+	return now - (uint64_t)since;
+}
+
+/* Writes the profile, symbolized until a->write_timeout_ns after sampling
+ * ended (at end_ns); fills end. */
 static int write_profile(struct sampler *s, struct sym_note *note, const struct cli_session *a,
-			 pid_t pid, const char *what, struct progress *pr)
+			 pid_t pid, const char *what, struct progress *pr, uint64_t end_ns,
+			 struct session_end *end)
 {
 	struct prof_session ps;
 	struct prof_session_result res;
@@ -110,8 +129,17 @@ static int write_profile(struct sampler *s, struct sym_note *note, const struct 
 	ps.setup_arg = note;
 	ps.format = formats[a->format];
 	ps.path = a->output;
+	ps.fsync = a->fsync;
+	ps.export.sym_deadline_ns = end_ns + a->write_timeout_ns;
 	ret = prof_write_session(&ps, &res);
-	if (res.sym_err < 0 || ret < 0)
+	*end = (struct session_end){
+		.finish_ns = cprof_now_ns() - end_ns,
+		.timeout_ns = a->write_timeout_ns,
+		.sync_ns = res.sync_ns,
+		.modules_cut = res.modules_cut,
+		.fsync = a->fsync,
+	};
+	if (res.sym_err < 0 || ret < 0 || res.modules_cut)
 		session_progress_clear(pr);
 	/* Addresses alone still make a profile: it was written. */
 	if (res.sym_err < 0)
@@ -121,6 +149,11 @@ static int write_profile(struct sampler *s, struct sym_note *note, const struct 
 		cli_error("cannot build the profile of pid %d: %s", (int)pid, strerror(-ret));
 	else if (ret < 0)
 		cli_error("cannot write '%s': %s", a->output, strerror(-ret));
+	else if (res.modules_cut)
+		cli_error("symbolizing pid %d ran out of time (--write-timeout %.3g s): the frames "
+			  "of %zu modules keep their addresses and build ids (pprof can symbolize "
+			  "them; a longer --write-timeout names them now)", (int)pid,
+			  (double)a->write_timeout_ns / 1e9, res.modules_cut);
 	return ret;
 }
 
@@ -134,7 +167,10 @@ int cli_session_profile(const struct cli_session *a, const char *what, const str
 	struct session_text text;
 
 	session_of(&ps, &text, a, what, s, stacks, st);
-	return prof_session_build(&ps, sym, out);
+	/* The window just ended: its answer has the same budget as a file. */
+	if (a->write_timeout_ns)
+		ps.export.sym_deadline_ns = cprof_now_ns() + a->write_timeout_ns;
+	return prof_session_build(&ps, sym, out, NULL);
 }
 
 /*
@@ -167,6 +203,38 @@ static int session_outcome(const struct sampler *s, int ret, pid_t pid, struct p
 	return CPROF_EXIT_PARTIAL;
 }
 
+/* After sampling (ret from sampler_session): the profile written and the
+ * session reported.  Returns the exit code. */
+static int finish_session(const struct cli_session *a, pid_t pid, const char *what, struct sampler *s,
+			  int ret, struct sym_live *live, struct progress *pr,
+			  struct sampler_stats *final)
+{
+	uint64_t end_ns = sampling_end_ns(sampler_get_stats(s));
+	struct sym_note note = { .live = live, .mods = sampler_modules(s) };
+	struct session_end end;
+	int code;
+
+	sym_live_stop(live);
+	if (final)
+		*final = *sampler_get_stats(s);
+	/* symbols and the write can take seconds: say so instead of freezing */
+	if (pr->shown)
+		session_progress_show(pr, "cprof: writing profile...");
+	code = session_outcome(s, ret, pid, pr);
+	if (code == CPROF_EXIT_FATAL)
+		return code;
+	ret = write_profile(s, &note, a, pid, what, pr, end_ns, &end);
+	session_progress_clear(pr);
+	if (ret < 0)
+		code = CPROF_EXIT_FATAL;
+	else
+		session_report(a, pid, s, &note, &end);
+	if (ret >= 0 && end.modules_cut && code == CPROF_EXIT_OK)
+		code = CPROF_EXIT_PARTIAL;
+	free(note.unnamed);
+	return code;
+}
+
 int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		    void (*after_attach)(void *), void *arg, struct sampler_stats *final)
 {
@@ -193,7 +261,6 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		.debuginfod_budget_ns = DEBUGINFOD_BUDGET_LOOKUPS * a->debuginfod_timeout_ns,
 	};
 	struct progress pr = { .duration_ns = a->duration_ns };
-	struct sym_note note = { NULL };
 	struct sym_live *live = NULL;
 	struct sampler *s = NULL;
 	int code, ret;
@@ -214,25 +281,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 		live = NULL;
 	pr.live = live;
 	ret = sampler_session(s);
-	sym_live_stop(live);
-	if (final)
-		*final = *sampler_get_stats(s);
-	/* symbols and the write can take seconds: say so instead of freezing */
-	if (pr.shown)
-		session_progress_show(&pr, "cprof: writing profile...");
-	code = session_outcome(s, ret, pid, &pr);
-	if (code == CPROF_EXIT_FATAL)
-		goto out;
-	note.live = live;
-	note.mods = sampler_modules(s);
-	ret = write_profile(s, &note, a, pid, what, &pr);
-	session_progress_clear(&pr);
-	if (ret < 0)
-		code = CPROF_EXIT_FATAL;
-	else
-		session_report(a, pid, s, &note);
-out:
-	free(note.unnamed);
+	code = finish_session(a, pid, what, s, ret, live, &pr, final);
 	sym_live_destroy(live);
 	sampler_destroy(s);
 	return code;

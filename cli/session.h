@@ -4,6 +4,7 @@
 #ifndef CPROF_CLI_SESSION_H
 #define CPROF_CLI_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,15 @@ struct sym_note {
 	size_t n_unnamed, cap_unnamed;
 };
 
+/* After sampling, for the summary and --json. */
+struct session_end {
+	uint64_t finish_ns;	/* from the end of sampling to the profile written */
+	uint64_t timeout_ns;	/* --write-timeout */
+	uint64_t sync_ns;	/* fsync's part of finish_ns (--fsync) */
+	size_t modules_cut;	/* modules --write-timeout left unsymbolized */
+	bool fsync;
+};
+
 /* The profile's comments: how it was made and what it cost. */
 void session_format_comments(char line[SESSION_N_COMMENTS][SESSION_COMMENT_MAX],
 			     const struct cli_session *a, const char *what,
@@ -52,6 +62,6 @@ const char *session_perf_refusal(const struct sampler_stats *st, char *buf, size
 /* After the profile is written: the summary and what debuginfo was missing
  * (unless -q), and the JSON object with --json. */
 void session_report(const struct cli_session *a, pid_t pid, const struct sampler *s,
-		    const struct sym_note *note);
+		    const struct sym_note *note, const struct session_end *end);
 
 #endif

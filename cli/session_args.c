@@ -35,6 +35,19 @@ void cli_session_defaults(struct cli_session *a)
 	 * stop at all), stops otherwise. */
 	a->source = SAMPLER_SOURCE_AUTO;
 	a->debuginfod_timeout_ns = 5000000000ull;
+	/* Symbolizing a large program's DWARF takes seconds; a bound that a
+	 * healthy run never meets, and a hung one never exceeds by much. */
+	a->write_timeout_ns = 20000000000ull;
+}
+
+enum cli_opt_status cli_session_opt_write_timeout(void *value, const char *arg)
+{
+	struct cli_session *a = value;
+
+	if (cli_parse_duration(arg, &a->write_timeout_ns) == 0 && a->write_timeout_ns)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid write timeout '%s' (examples: 5s, 30s, 2m)", arg);
+	return CLI_OPT_INVALID;
 }
 
 enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *arg)

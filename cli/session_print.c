@@ -374,9 +374,23 @@ static const char *source_text(const struct sampler_stats *st, char *buf, size_t
 	return buf;
 }
 
-static void print_summary(const struct cli_session *a, const struct sampler_stats *st)
+/* The summary's last words: how long the way out took. */
+static void format_finish(char *buf, size_t size, const struct session_end *end)
+{
+	char sync[64] = "";
+
+	if (end->fsync)
+		snprintf(sync, sizeof(sync), ", of which fsync %.2f s", (double)end->sync_ns / 1e9);
+	snprintf(buf, size, "; written %.2f s after sampling ended%s%s",
+		 (double)end->finish_ns / 1e9, sync,
+		 end->modules_cut ? " (--write-timeout cut symbolizing short)" : "");
+}
+
+static void print_summary(const struct cli_session *a, const struct sampler_stats *st,
+			  const struct session_end *end)
 {
 	const struct tracer_stats *t = &st->tracer;
+	char finish[160];
 	char incomplete[200];
 	char rotated[96] = "";
 	char signals[128] = "";
@@ -398,12 +412,13 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 			 (double)tracer_signal_percentile(t, 99) / 1e3);
 
 	format_incomplete(incomplete, sizeof(incomplete), st);
+	format_finish(finish, sizeof(finish), end);
 	fprintf(stderr,
 		"cprof: wrote %s: %llu samples (%s) from %llu threads in %.2f s%s; "
 		"stops p50 %.1f us, p99 %.1f us, max %.1f us (from reaching the stop: p50 %.1f us, "
 		"p99 %.1f us); a thread spent at most %.3f%% of "
 		"its time stopped (mean %.3f%%)%s; stack copies %llu full, %llu short, %llu short "
-		"that ran out; %s; cprof used %.1f%% of a CPU, its sampling thread %s%s\n",
+		"that ran out; %s; cprof used %.1f%% of a CPU, its sampling thread %s%s%s\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
 		(unsigned long long)st->samples, incomplete,
 		(unsigned long long)t->threads_seen, (double)st->elapsed_ns / 1e9,
@@ -416,7 +431,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		(unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
 		(unsigned long long)st->copies_short_ran_out, source_text(st, source, sizeof(source)),
 		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
-		sched_text(t, sched, sizeof(sched)), rotated);
+		sched_text(t, sched, sizeof(sched)), rotated, finish);
 }
 
 /* The modules left without debuginfo, as a JSON array of objects. */
@@ -454,6 +469,18 @@ static void print_json_processes(const struct sampler *s)
 	fputs("]", stdout);
 }
 
+/* "finish": from the end of sampling to the profile written. */
+static void print_json_finish(const struct session_end *end)
+{
+	printf(", \"finish\": {\"ns\": %llu, \"timeout_ns\": %llu, \"modules_cut\": %zu, "
+	       "\"fsync_ns\": ", (unsigned long long)end->finish_ns,
+	       (unsigned long long)end->timeout_ns, end->modules_cut);
+	if (end->fsync)
+		printf("%llu}", (unsigned long long)end->sync_ns);
+	else
+		fputs("null}", stdout);
+}
+
 /* "source" and "perf": how the samples were taken. */
 static void print_json_source(const struct sampler_stats *st)
 {
@@ -475,7 +502,7 @@ static void print_json_source(const struct sampler_stats *st)
 }
 
 static void print_json(const struct cli_session *a, pid_t pid, const struct sampler *s,
-		       const struct sym_live *live)
+		       const struct sym_live *live, const struct session_end *end)
 {
 	const struct sampler_stats *st = sampler_get_stats(s);
 	const struct tracer_stats *t = &st->tracer;
@@ -534,6 +561,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       st->target_exited ? "true" : "false");
 	print_json_missing(live);
 	print_json_source(st);
+	print_json_finish(end);
 	fputs(", \"processes\": ", stdout);
 	print_json_processes(s);
 	fputs("}\n", stdout);
@@ -542,17 +570,17 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 /* After the profile is written: the summary and what debuginfo was missing
  * (unless -q), and the JSON object with --json. */
 void session_report(const struct cli_session *a, pid_t pid, const struct sampler *s,
-		    const struct sym_note *note)
+		    const struct sym_note *note, const struct session_end *end)
 {
 	size_t i;
 
 	if (!a->quiet) {
-		print_summary(a, sampler_get_stats(s));
+		print_summary(a, sampler_get_stats(s), end);
 		print_processes(s, sampler_get_stats(s));
 		for (i = 0; print_missing(note->live, i); i++)
 			;
 		print_unnamed(a, note);
 	}
 	if (a->json)
-		print_json(a, pid, s, note->live);
+		print_json(a, pid, s, note->live, end);
 }

@@ -156,6 +156,7 @@ int inproc_write(void)
 		.n_comments = 2,
 		.format = PROF_FORMAT_PPROF,
 		.path = inproc_output,
+		.fsync = inproc_fsync,
 	};
 
 	if (proc_maps_read(getpid(), &inproc_maps) == 0)

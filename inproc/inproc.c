@@ -9,7 +9,8 @@
  *   CPROF_INPROC_HZ      samples per second per thread, 1..1000 (default 100)
  *   CPROF_INPROC_MODE    cpu (default): per-thread CPU-time timers;
  *                        wall: per-thread CLOCK_MONOTONIC timers
- * The constructor removes these three variables and this library's entry in
+ *   CPROF_INPROC_FSYNC   set: wait for the disk to hold the profile (fsync)
+ * The constructor removes these variables and this library's entry in
  * LD_PRELOAD, so programs the target execs are not profiled; a forked child
  * stops profiling too.  Every thread started through pthread_create gets a
  * timer of its own (timer_create, SIGEV_THREAD_ID, SIGPROF), one-shot: the
@@ -512,6 +513,7 @@ __attribute__((constructor)) static void inproc_init(void)
 	if (!output)
 		return;
 	ok = inproc_configure(output);
+	unsetenv("CPROF_INPROC_FSYNC");
 	unsetenv("CPROF_INPROC_OUTPUT");
 	unsetenv("CPROF_INPROC_HZ");
 	unsetenv("CPROF_INPROC_MODE");

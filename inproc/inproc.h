@@ -52,6 +52,7 @@ extern enum inproc_mode inproc_mode;
 extern unsigned inproc_hz;
 extern int64_t inproc_interval_ns;
 extern char inproc_output[PATH_MAX];
+extern bool inproc_fsync;	/* CPROF_INPROC_FSYNC: fsync the profile */
 
 /* Removes this library from LD_PRELOAD (a list separated by ':' or ' '),
  * recognised by path or by the file it names. */

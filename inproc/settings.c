@@ -20,6 +20,7 @@ enum inproc_mode inproc_mode;
 unsigned inproc_hz;
 int64_t inproc_interval_ns;
 char inproc_output[PATH_MAX];
+bool inproc_fsync;
 
 void inproc_unpreload(void)
 {
@@ -64,6 +65,8 @@ bool inproc_configure(const char *output)
 	const char *mode = getenv("CPROF_INPROC_MODE");
 	char *end;
 	long v;
+
+	inproc_fsync = getenv("CPROF_INPROC_FSYNC") != NULL;
 
 	if (!*output) {
 		fprintf(stderr, "cprof-inproc: CPROF_INPROC_OUTPUT is empty: not profiling\n");

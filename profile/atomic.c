@@ -11,12 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/clock.h"
 #include "profile/atomic.h"
 
 /*
- * Makes the rename itself durable.  Best effort: by now the new file is
- * complete and in place, and reporting a failure here would claim that
- * nothing was written.
+ * Makes the rename itself durable (--fsync).  Best effort: by now the new
+ * file is complete and in place, and reporting a failure here would claim
+ * that nothing was written.
  */
 static void sync_parent(const char *path, size_t dirlen)
 {
@@ -38,6 +39,30 @@ static void sync_parent(const char *path, size_t dirlen)
 	(void)close(fd);
 }
 
+/*
+ * Puts tmp in path's place.  rename(2) over an existing file makes ext4
+ * (auto_da_alloc) start writing tmp's data back within the call, and the
+ * submission waits in the block layer's throttle behind whatever else
+ * writes to the disk: seconds, on a busy machine.  Exchanging the two names
+ * does not; the old file, now under tmp's name, is unlinked.  Where the
+ * exchange is not possible (no file at path yet, a file system or kernel
+ * without it), a plain rename.
+ */
+static int replace(const char *tmp, const char *path)
+{
+	struct stat st;
+
+	/* Anything but a file at path (a directory) gets rename's answer. */
+	if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) &&
+	    renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+		if (unlink(tmp) == 0 || errno == ENOENT)
+			return 0;
+		/* Not a file after all (replaced meanwhile): put it back. */
+		(void)renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE);
+	}
+	return rename(tmp, path) < 0 ? -errno : 0;
+}
+
 /* "DIR/.BASE.XXXXXX" for path "DIR/BASE" (dirlen bytes of DIR/), malloc'ed. */
 static char *temp_name(const char *path, size_t dirlen, const char *base)
 {
@@ -53,9 +78,12 @@ static char *temp_name(const char *path, size_t dirlen, const char *base)
 	return tmp;
 }
 
-/* fill's content into the new file fd, made durable; fd is closed in all cases. */
-static int fill_and_close(int fd, int (*fill)(int fd, void *arg), void *arg)
+/* fill's content into the new file fd, made durable when sync asks; fd is
+ * closed in all cases. */
+static int fill_and_close(int fd, int (*fill)(int fd, void *arg), void *arg,
+			  struct prof_sync *sync)
 {
+	uint64_t t0;
 	int err = 0;
 
 	/* mkstemp creates 0600; the output is meant for other tools and users */
@@ -63,9 +91,16 @@ static int fill_and_close(int fd, int (*fill)(int fd, void *arg), void *arg)
 		err = -errno;
 	if (!err)
 		err = fill(fd, arg);
-	/* without fsync, a crash after rename can leave an empty file under the final name */
-	if (!err && fsync(fd) < 0)
-		err = -errno;
+	/* Only when asked: fsync waits for the disk without a bound (seconds,
+	 * minutes behind a congested device).  Without it the rename still
+	 * never shows a partial file; a crash of the machine may lose the new
+	 * one, and ext4 (auto_da_alloc) flushes a file replaced by rename. */
+	if (!err && sync && sync->fsync) {
+		t0 = cprof_now_ns();
+		if (fsync(fd) < 0)
+			err = -errno;
+		sync->ns += cprof_now_ns() - t0;
+	}
 	/* close reports delayed write errors (NFS, quotas): do not rename a bad file */
 	if (close(fd) < 0 && !err)
 		err = -errno;
@@ -74,13 +109,22 @@ static int fill_and_close(int fd, int (*fill)(int fd, void *arg), void *arg)
 
 int prof_atomic_write(const char *path, int (*fill)(int fd, void *arg), void *arg)
 {
+	return prof_atomic_write_sync(path, fill, arg, NULL);
+}
+
+int prof_atomic_write_sync(const char *path, int (*fill)(int fd, void *arg), void *arg,
+			   struct prof_sync *sync)
+{
 	const char *slash, *base;
 	size_t dirlen;
+	uint64_t t0;
 	char *tmp;
 	int fd, err;
 
 	if (!path || !*path)
 		return -EINVAL;
+	if (sync)
+		sync->ns = 0;
 	if (strcmp(path, "-") == 0)
 		return fill(STDOUT_FILENO, arg);
 	slash = strrchr(path, '/');
@@ -99,13 +143,16 @@ int prof_atomic_write(const char *path, int (*fill)(int fd, void *arg), void *ar
 		err = -errno;
 		goto free_tmp;
 	}
-	err = fill_and_close(fd, fill, arg);
-	if (!err && rename(tmp, path) < 0)
-		err = -errno;
-	if (err)
+	err = fill_and_close(fd, fill, arg, sync);
+	if (!err)
+		err = replace(tmp, path);
+	if (err) {
 		(void)unlink(tmp);
-	else
+	} else if (sync && sync->fsync) {
+		t0 = cprof_now_ns();
 		sync_parent(path, dirlen);
+		sync->ns += cprof_now_ns() - t0;
+	}
 free_tmp:
 	free(tmp);
 	return err;

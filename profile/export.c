@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/clock.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
@@ -29,6 +30,10 @@ struct exporter {
 	struct prof_builder *b;
 	uint64_t *mapping_ids;		/* by module id */
 	bool *module_used;
+	bool *module_cut;		/* by module id: left to the reader (the deadline) */
+	size_t n_cut;
+	unsigned lookups;		/* since the clock was last read */
+	bool late;			/* o->sym_deadline_ns has passed */
 	size_t n_modules;
 	struct loc_entry *locs;
 	size_t n_locs, cap_locs;
@@ -56,10 +61,32 @@ static bool loc_eq(const struct exporter *x, uint32_t index, const struct loc_en
 #define HTAB_COMPARE loc_eq
 #include "lib/htab-type.h"
 
+/* Whether the symbolizing deadline has passed; the clock is read once
+ * every 64 lookups (a vDSO call each, millions of frames). */
+static bool past_deadline(struct exporter *x)
+{
+	if (x->late || !x->o->sym_deadline_ns || (x->lookups++ & 63))
+		return x->late;
+	x->late = cprof_now_ns() >= x->o->sym_deadline_ns;
+	return x->late;
+}
+
+/* Module id's frames stay unsymbolized: its mapping tells a reader to
+ * symbolize them (has_functions false), from the build id. */
+static void cut_module(struct exporter *x, uint32_t id)
+{
+	if (x->module_cut[id])
+		return;
+	x->module_cut[id] = true;
+	x->n_cut++;
+}
+
 /*
  * Marks the modules the stack's frames are in, and symbolizes those frames
  * (the symbolizer caches them for the samples), so that each mapping says
- * truthfully what its locations carry.  Only out of memory fails.
+ * truthfully what its locations carry.  Past the deadline, a module met
+ * again is cut: none of its frames is named, so that each mapping is named
+ * whole by cprof or left whole to the reader.  Only out of memory fails.
  */
 static int mark_modules(uint32_t thread, const struct prof_frame *f, size_t n,
 			const int64_t *values, void *arg)
@@ -72,8 +99,14 @@ static int mark_modules(uint32_t thread, const struct prof_frame *f, size_t n,
 		if (!f[i].module || f[i].module >= x->n_modules)
 			continue;
 		x->module_used[f[i].module] = true;
-		if (x->sym && f[i].addr && !(f[i].flags & PROF_FRAME_TRUNCATED) &&
-		    sym_lookup(x->sym, proc_modules_get(x->mods, f[i].module), f[i].addr,
+		if (!x->sym || !f[i].addr || (f[i].flags & PROF_FRAME_TRUNCATED) ||
+		    x->module_cut[f[i].module])
+			continue;
+		if (past_deadline(x)) {
+			cut_module(x, f[i].module);
+			continue;
+		}
+		if (sym_lookup(x->sym, proc_modules_get(x->mods, f[i].module), f[i].addr,
 			       !(f[i].flags & PROF_FRAME_EXACT), &sf, &nf) == -ENOMEM)
 			return -ENOMEM;
 	}
@@ -90,13 +123,14 @@ static int add_mapping(struct exporter *x, const struct proc_module *m)
 		/* Pure Go binaries often have only Go's own build id. */
 		.build_id = m->build_id ? m->build_id : m->go_build_id,
 	};
-	bool lines = x->sym && sym_module_has_lines(x->sym, m);
+	bool named = x->sym && !x->module_cut[m->id];
+	bool lines = named && sym_module_has_lines(x->sym, m);
 
 	/* The locations of a module carry what symbolize/ found, so pprof
 	 * must not re-symbolize them from the (possibly absent) file; unless
 	 * nothing was found (no symbols here, debuginfo not downloaded in
-	 * time): then a reader may, from the build id. */
-	pm.has_functions = x->sym && sym_module_has_functions(x->sym, m);
+	 * time, the deadline): then a reader may, from the build id. */
+	pm.has_functions = named && sym_module_has_functions(x->sym, m);
 	pm.has_filenames = lines;
 	pm.has_line_numbers = lines;
 	pm.has_inline_frames = lines;
@@ -135,7 +169,7 @@ static int lines_for(struct exporter *x, const struct proc_module *m, const stru
 		*n = 1;
 	} else {
 		/* m NULL: code outside any file (JIT), which a perf map may name */
-		if (!x->sym)
+		if (!x->sym || (m && x->module_cut[m->id]))
 			return 0;
 		ret = sym_lookup(x->sym, m, f->addr, !(f->flags & PROF_FRAME_EXACT), &sf, n);
 		if (ret == -ENOMEM)
@@ -266,7 +300,8 @@ static int add_mappings(struct exporter *x, const struct prof_stacks *st)
 	x->n_modules = proc_modules_count(x->mods) + 1;
 	x->mapping_ids = calloc(x->n_modules, sizeof(*x->mapping_ids));
 	x->module_used = calloc(x->n_modules, sizeof(*x->module_used));
-	if (!x->mapping_ids || !x->module_used)
+	x->module_cut = calloc(x->n_modules, sizeof(*x->module_cut));
+	if (!x->mapping_ids || !x->module_used || !x->module_cut)
 		return -ENOMEM;
 	ret = prof_stacks_foreach(st, mark_modules, x);
 	if (ret < 0)
@@ -285,9 +320,11 @@ static int add_mappings(struct exporter *x, const struct prof_stacks *st)
 	return 0;
 }
 
-int prof_export_add(struct prof_builder *b, const struct prof_stacks *st,
-		    const struct proc_modules *mods, struct sym_ctx *sym,
-		    const struct prof_export_opts *o)
+/* prof_export_add, saying in *modules_cut (may be NULL) how many modules
+ * the deadline left unsymbolized. */
+static int export_into(struct prof_builder *b, const struct prof_stacks *st,
+		       const struct proc_modules *mods, struct sym_ctx *sym,
+		       const struct prof_export_opts *o, size_t *modules_cut)
 {
 	struct exporter x = { .mods = mods, .sym = sym, .o = o, .b = b };
 	int ret;
@@ -295,8 +332,11 @@ int prof_export_add(struct prof_builder *b, const struct prof_stacks *st,
 	ret = add_mappings(&x, st);
 	if (!ret)
 		ret = prof_stacks_foreach(st, add_sample, &x);
+	if (modules_cut)
+		*modules_cut = x.n_cut;
 	free(x.mapping_ids);
 	free(x.module_used);
+	free(x.module_cut);
 	free(x.locs);
 	cprof_htab_free(&x.loc_index);
 	free(x.loc_ids);
@@ -304,8 +344,22 @@ int prof_export_add(struct prof_builder *b, const struct prof_stacks *st,
 	return ret;
 }
 
+int prof_export_add(struct prof_builder *b, const struct prof_stacks *st,
+		    const struct proc_modules *mods, struct sym_ctx *sym,
+		    const struct prof_export_opts *o)
+{
+	return export_into(b, st, mods, sym, o, NULL);
+}
+
 int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,
 		struct sym_ctx *sym, const struct prof_export_opts *o, struct prof_builder **out)
+{
+	return prof_export_cut(st, mods, sym, o, out, NULL);
+}
+
+int prof_export_cut(const struct prof_stacks *st, const struct proc_modules *mods,
+		    struct sym_ctx *sym, const struct prof_export_opts *o,
+		    struct prof_builder **out, size_t *modules_cut)
 {
 	const char *vt = o->value == PROF_VALUE_WALL ? "wall" : "cpu";
 	const struct prof_value_type types[] = {
@@ -323,7 +377,7 @@ int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,
 	if (ret < 0)
 		return ret;
 	prof_set_time(b, o->time_nanos, o->duration_nanos);
-	ret = prof_export_add(b, st, mods, sym, o);
+	ret = export_into(b, st, mods, sym, o, modules_cut);
 	if (ret < 0) {
 		prof_builder_destroy(b);
 		return ret;

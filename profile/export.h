@@ -42,6 +42,9 @@ struct prof_export_opts {
 	 */
 	int (*python_line)(uint64_t id, struct prof_line *out, void *arg);
 	void *arg;
+	/* CLOCK_MONOTONIC ns (lib/clock.h) past which no more frames are
+	 * symbolized; 0: no limit.  See prof_export_cut. */
+	uint64_t sym_deadline_ns;
 };
 
 /*
@@ -64,5 +67,16 @@ int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,
 int prof_export_add(struct prof_builder *b, const struct prof_stacks *st,
 		    const struct proc_modules *mods, struct sym_ctx *sym,
 		    const struct prof_export_opts *o);
+
+/*
+ * prof_export, which also says in *modules_cut (may be NULL) how many
+ * modules o->sym_deadline_ns cut: a module whose frames were still to be
+ * looked up when it passed is not named at all, its mapping marked as
+ * having no functions, so that a reader (pprof) symbolizes its addresses
+ * from the build id later.
+ */
+int prof_export_cut(const struct prof_stacks *st, const struct proc_modules *mods,
+		    struct sym_ctx *sym, const struct prof_export_opts *o,
+		    struct prof_builder **out, size_t *modules_cut);
 
 #endif

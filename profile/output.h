@@ -8,7 +8,9 @@
 #ifndef CPROF_PROFILE_OUTPUT_H
 #define CPROF_PROFILE_OUTPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "process/modules.h"
 #include "profile/export.h"
@@ -37,6 +39,7 @@ struct prof_session {
 	enum prof_format format;
 	const char *title;		/* SVG only; NULL: "Flame Graph" */
 	const char *path;		/* "-": standard output */
+	bool fsync;			/* wait for the disk: fsync the file and its directory */
 };
 
 /* Which step of prof_write_session failed. */
@@ -51,16 +54,20 @@ struct prof_session_result {
 	 * with addresses only (the build ids let pprof symbolize it later) */
 	int sym_err;
 	enum prof_stage failed;	/* set when the call fails */
+	/* modules left unsymbolized by export.sym_deadline_ns (export.h) */
+	size_t modules_cut;
+	uint64_t sync_ns;	/* time spent in fsync (with fsync) */
 };
 
 /*
  * The profile of s (its stacks exported with s->export, its comments
  * added), symbolized with sym (NULL: addresses only); s->format and
  * s->path are not used.  For callers that send the profile themselves
- * (cprof serve).  Returns 0 or -errno; on success *out is the caller's.
+ * (cprof serve).  *modules_cut (may be NULL) as prof_export_cut says.
+ * Returns 0 or -errno; on success *out is the caller's.
  */
 int prof_session_build(const struct prof_session *s, struct sym_ctx *sym,
-		       struct prof_builder **out);
+		       struct prof_builder **out, size_t *modules_cut);
 
 /*
  * Symbolizes, exports and writes s.  Failing to load symbols is not an

@@ -1,0 +1,223 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Does cprof end when it said it would, whatever the disk and the load?
+#
+#   bench/exit-tail.sh [BUILDDIR [BASELINE_BUILDDIR]]
+#
+# Goal it informs (issue "cprof must end on time"): on a machine whose CPUs
+# are all busy and whose disk a writer keeps congested with fsync, the time
+# cprof takes past its -d is a few seconds at most.
+#
+# BUILDDIR (default ./build) holds the cprof measured and its test targets
+# (tests/targets/evloop is built there if missing); BASELINE_BUILDDIR, if
+# given, another cprof run in the same session, each run right after the
+# measured one.  Target: evloop (16 threads of short work and epoll waits).
+# Per command, EXIT_RUNS runs (default 10), each -d EXIT_SECS (default 2):
+#   attach        cprof attach --source ptrace -p PID -F 1000 -d EXIT_SECS --stop thread
+#   record        cprof record --source ptrace -F 1000 -d EXIT_SECS -- evloop -s EXIT_SECS
+#   dump-threads  cprof dump-threads -p PID  (no -d: its whole time)
+# as a script runs them: the same profile and stderr file each run, the
+# stderr file truncated by the shell ("2>FILE").  Once on a quiet machine
+# (whatever else runs on it), once loaded: one busy loop per CPU and a
+# writer that rewrites 16 MiB and fsyncs it, in a loop.  Printed per
+# condition and command: the time past -d (median, p90, max), runs that
+# ended with another status than 0, and, from --json where the command has
+# it, cprof's own "finish" (from the end of sampling to the profile
+# written).  A run still going EXIT_CAP seconds (default 120) past -d is
+# killed and counted as hung.  After each attach the target must be
+# released (TracerPid 0) and still running.
+#
+# Figures only: it never fails on a timing.  Exit status 1 only on a real
+# error (no cprof, no gcc, the target died or was left traced).
+set -u
+export LC_ALL=C
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+BUILD=${1:-./build}
+BASE=${2:-}
+RUNS=${EXIT_RUNS:-10}
+SECS=${EXIT_SECS:-2}
+CAP=${EXIT_CAP:-120}
+ME=exit-tail
+. "$HERE/lib.sh"
+
+[ -x "$BUILD/cprof" ] || die "no cprof in '$BUILD' (give the build directory as the first argument)"
+[ -z "$BASE" ] || [ -x "$BASE/cprof" ] || die "no cprof in baseline '$BASE'"
+bench_positive EXIT_RUNS "$RUNS"
+bench_positive EXIT_SECS "$SECS" seconds
+bench_positive EXIT_CAP "$CAP" seconds
+command -v gcc >/dev/null || die "gcc is needed to build the load"
+command -v python3 >/dev/null || die "python3 is needed to read cprof --json"
+EVLOOP=$BUILD/tests/targets/evloop
+[ -x "$EVLOOP" ] || make -C "$BUILD" tests/targets/evloop >/dev/null 2>&1 ||
+	die "cannot build $EVLOOP (make -C $BUILD check builds it)"
+
+bench_workdir
+LOAD_PIDS=""
+stop_load() {
+	local p
+	for p in $LOAD_PIDS; do
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	LOAD_PIDS=""
+}
+trap 'stop_load; bench_cleanup' EXIT
+
+printf 'int main(void) { for (;;) __asm__ volatile(""); }\n' >"$WORK/hog.c"
+cat >"$WORK/writer.c" <<'EOF'
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+/* Rewrites 16 MiB and waits for the disk to hold it, forever. */
+int main(int argc, char **argv)
+{
+	static char buf[1 << 20];
+	int fd, i;
+
+	(void)argc;
+	memset(buf, 'x', sizeof(buf));
+	for (;;) {
+		fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0)
+			return 1;
+		for (i = 0; i < 16; i++)
+			if (write(fd, buf, sizeof(buf)) < 0)
+				return 1;
+		fsync(fd);
+		close(fd);
+	}
+}
+EOF
+for p in hog writer; do
+	gcc -O1 -o "$WORK/$p" "$WORK/$p.c" 2>"$WORK/gcc.err" || die "cannot build the $p: $(cat "$WORK/gcc.err")"
+done
+
+start_load() {
+	local i
+	for i in $(seq "$(nproc)"); do
+		"$WORK/hog" & LOAD_PIDS="$LOAD_PIDS $!"
+	done
+	"$WORK/writer" "$WORK/junk" & LOAD_PIDS="$LOAD_PIDS $!"
+	sleep 1
+}
+
+# start_target [SECONDS]: evloop as TPID, ready.
+start_target() {
+	rm -f "$WORK/ready"
+	"$EVLOOP" -t 16 -s "${1:-600}" -r "$WORK/ready" </dev/null >/dev/null 2>"$WORK/target.err" &
+	TPID=$!
+	for _ in $(seq 400); do
+		[ -e "$WORK/ready" ] && return
+		kill -0 "$TPID" 2>/dev/null || break
+		sleep 0.05
+	done
+	die "evloop did not start: $(cat "$WORK/target.err")"
+}
+
+now_ns() { date +%s%N; }
+
+# timed VAR COMMAND...: runs COMMAND (stdout to out.json, stderr to err,
+# both reused from run to run), killed once CAP seconds past -d; sets VAR to
+# its wall time in ns and RC to its status (-1: killed).
+timed() {
+	local var=$1 t0 t1 pid waited=0
+	shift
+	t0=$(now_ns)
+	"$@" >"$WORK/out.json" 2>"$WORK/err" </dev/null &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		sleep 0.05
+		waited=$((waited + 1))
+		if [ "$waited" -gt $(((SECS + CAP) * 20)) ]; then
+			kill -KILL "$pid" 2>/dev/null
+			break
+		fi
+	done
+	wait "$pid"
+	RC=$?
+	[ "$waited" -gt $(((SECS + CAP) * 20)) ] && RC=-1
+	t1=$(now_ns)
+	printf -v "$var" '%s' $((t1 - t0))
+}
+
+# finish_of: cprof's own "finish" ns from out.json, or -.
+finish_of() {
+	python3 -c 'import json, sys
+try:
+    print(json.load(open(sys.argv[1]))["finish"]["ns"])
+except Exception:
+    print("-")' "$WORK/out.json"
+}
+
+# one VARIANT BIN CONDITION COMMAND: a run; appends
+# "condition command variant past_ns rc finish_ns" to runs.
+one() {
+	local v=$1 bin=$2 cond=$3 cmd=$4 wall past tracer
+	case $cmd in
+	attach)
+		timed wall "$bin" attach --source ptrace -p "$TPID" -F 1000 -d "${SECS}s" --stop thread \
+			--json -o "$WORK/p.pb.gz"
+		tracer=$(awk '/^TracerPid:/ { print $2 }' "/proc/$TPID/status" 2>/dev/null)
+		[ "$tracer" = 0 ] || die "$v attach left the target traced (TracerPid ${tracer:-gone})"
+		past=$((wall - SECS * 1000000000))
+		;;
+	record)
+		timed wall "$bin" record --source ptrace -F 1000 -d "${SECS}s" --json -o "$WORK/p.pb.gz" \
+			-- "$EVLOOP" -t 16 -s "$SECS"
+		past=$((wall - SECS * 1000000000))
+		;;
+	dump-threads)
+		timed wall "$bin" dump-threads -p "$TPID"
+		past=$wall
+		;;
+	esac
+	kill -0 "$TPID" 2>/dev/null || die "evloop died during $v $cmd"
+	echo "$cond $cmd $v $past $RC $(finish_of)" >>"$WORK/runs"
+}
+
+measure() {
+	local cond=$1 cmd i
+	for cmd in attach record dump-threads; do
+		for i in $(seq "$RUNS"); do
+			one cprof "$BUILD/cprof" "$cond" "$cmd"
+			[ -z "$BASE" ] || one baseline "$BASE/cprof" "$cond" "$cmd"
+		done
+	done
+}
+
+: >"$WORK/runs"
+echo "machine: $(nproc) CPUs, $(uname -sr), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+echo "disk of the work directory: $(df -P "$WORK" | awk 'NR == 2 { print $1 }') ($(stat -f -c %T "$WORK"))"
+echo "cprof: $BUILD/cprof${BASE:+; baseline: $BASE/cprof}; $RUNS runs per command and condition, -d ${SECS}s"
+echo
+start_target
+measure quiet
+echo "load average before the load: $(cut -d' ' -f1-3 /proc/loadavg)"
+start_load
+measure loaded
+stop_load
+stop_target
+
+python3 - "$WORK/runs" "$CAP" <<'EOF' || die "cannot summarize the runs"
+import sys
+rows = {}
+for line in open(sys.argv[1]):
+    cond, cmd, v, past, rc, fin = line.split()
+    rows.setdefault((cond, cmd, v), []).append((int(past) / 1e9, int(rc), fin))
+def pct(xs, p):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+print("time past -d in seconds (dump-threads: its whole time); finish: cprof's own, end of "
+      "sampling to profile written")
+print("%-7s %-13s %-9s %4s %8s %8s %8s %6s %5s %10s" % ("", "command", "variant", "runs", "median",
+      "p90", "max", "not-0", "hung", "finish-max"))
+for (cond, cmd, v) in sorted(rows, key=lambda k: (k[0] != "quiet", k[1], k[2])):
+    r = rows[(cond, cmd, v)]
+    past = [x[0] for x in r]
+    fins = [int(x[2]) / 1e9 for x in r if x[2] != "-"]
+    print("%-7s %-13s %-9s %4d %8.2f %8.2f %8.2f %6d %5d %10s" % (
+        cond, cmd, v, len(r), pct(past, 50), pct(past, 90), max(past),
+        sum(1 for x in r if x[1] not in (0, -1)), sum(1 for x in r if x[1] == -1),
+        "%.2f" % max(fins) if fins else "-"))
+EOF
