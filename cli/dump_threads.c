@@ -363,7 +363,8 @@ static void json_python(const struct capture *c, FILE *f)
 		cli_json_string(f, py_proc_version(c->py));
 		fputs(", \"module\": ", f);
 		cli_json_string(f, py_proc_module(c->py));
-		fprintf(f, ", \"threads_with_frames\": %zu},\n", c->n_py_threads);
+		fprintf(f, ", \"threads_with_frames\": %zu, \"read_ns\": %llu},\n", c->n_py_threads,
+			(unsigned long long)c->py_read_ns);
 	} else {
 		fputs("null, \"python_error\": ", f);
 		cli_json_string(f, c->py_err == -EPROTO ? c->py_why : NULL);

@@ -271,8 +271,12 @@ static size_t recheck_blocked(struct cap_ctx *x)
  * held and the others are blocked (re-checked afterwards). */
 static void read_python(struct cap_ctx *x)
 {
-	if (x->c->py)
-		x->pys_err = py_read_stacks(x->c->py, &x->pys);
+	uint64_t t0 = cprof_now_ns();
+
+	if (!x->c->py)
+		return;
+	x->pys_err = py_read_stacks(x->c->py, &x->pys);
+	x->c->py_read_ns = cprof_now_ns() - t0;
 }
 
 /*

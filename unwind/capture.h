@@ -71,6 +71,7 @@ struct capture {
 	int py_err;
 	char py_why[160];
 	size_t n_py_threads;	/* threads that got Python frames */
+	uint64_t py_read_ns;	/* reading the frame chains, in the freeze (the last read) */
 };
 
 /*
