@@ -316,6 +316,9 @@ static void on_resize(struct top *t)
 {
 	struct winsize ws;
 
+	/* batch mode has no screen to fit */
+	if (!t->screen)
+		return;
 	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row && ws.ws_col)
 		resizeterm(ws.ws_row, ws.ws_col);
 	show(t);
