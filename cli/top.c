@@ -199,9 +199,9 @@ static void take_intervals(struct top *t, struct top_interval *iv)
 		top_interval_free(iv);
 		if (!sliver && t->batch &&
 		    top_batch_print(t->model, &t->h, &t->v, t->a.json) < 0) {
+			/* main's finish says it, for every command alike */
 			t->quit = true;
 			t->code = CPROF_EXIT_FATAL;
-			snprintf(t->message, sizeof(t->message), "cannot write standard output");
 		}
 	}
 	if (any)
