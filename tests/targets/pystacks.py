@@ -3,6 +3,7 @@
 # stacks, as sys._current_frames() sees them, to READYFILE once they are
 # still.  One line per thread: TID KIND then name:line, innermost first.
 # Usage: python pystacks.py [-s SECONDS] -r READYFILE
+import ctypes
 import getopt
 import os
 import sys
@@ -24,6 +25,11 @@ def nap_middle():
 
 def nap_outer():
     nap_middle()
+
+
+def call_c():
+    # A C extension (_ctypes, libffi) calls libc: native frames above this one.
+    ctypes.CDLL(None).sleep(int(SECONDS))
 
 
 class Spinner:
@@ -69,8 +75,9 @@ def report(path, threads):
     while True:
         now = snapshot(threads)
         still = {tid: s for tid, s in now.items() if kinds[tid] != "spin"}
-        naps = [s for tid, s in still.items() if kinds[tid] == "nap"]
-        if last == still and all(s and s[0].startswith("nap_inner:") for s in naps):
+        naps = [s for tid, s in still.items() if kinds[tid] in ("nap", "cext")]
+        if last == still and all(s and s[0].split(":")[0] in ("nap_inner", "call_c")
+                                 for s in naps):
             break
         last = still
         time.sleep(0.2)
@@ -87,7 +94,8 @@ def main():
     threads = [(threading.main_thread(), "main")]
     for name, kind, target in (("napper", "nap", nap_outer),
                                ("spinner", "spin", Spinner().run),
-                               ("waiter", "wait", lambda: recurse(5))):
+                               ("waiter", "wait", lambda: recurse(5)),
+                               ("cext", "cext", call_c)):
         t = threading.Thread(target=target, name=name, daemon=True)
         t.start()
         threads.append((t, kind))
