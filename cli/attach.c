@@ -12,7 +12,7 @@ static void attach_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof attach -p PID [-d DURATION] [-o FILE] [-f pprof|collapsed|svg]\n"
 		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
-		"                    [--source auto|perf|ptrace]\n"
+		"                    [--source auto|perf|ptrace] [--kernel on|off]\n"
 		"                    [--stack-size BYTES] [--sched auto|rt|normal]\n"
 		"                    [--debuginfod-timeout D] [--no-debuginfod]\n"
 		"                    [--write-timeout D] [--fsync] [-q] [--json]\n"
@@ -38,6 +38,8 @@ static void attach_usage(FILE *f)
 		"                         timer interrupt (no thread stopped); ptrace, cprof at\n"
 		"                         a stop; auto (default): perf where permitted, except\n"
 		"                         for Go programs\n"
+		"      --kernel on|off    on (default): perf samples taken in the kernel carry\n"
+		"                         its frames, under the user stack, where permitted\n"
 		"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k;\n"
 		"                         perf samples: 16k, grown to 64k where a walk needs it;\n"
 		"                         more than 65528 makes auto sample at stops)\n"

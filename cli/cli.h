@@ -89,6 +89,8 @@ enum cli_sched {
 };
 
 /* Sampling options shared by attach and record. */
+struct sym_kallsyms;
+
 struct cli_session {
 	unsigned hz;
 	uint64_t duration_ns;
@@ -112,6 +114,11 @@ struct cli_session {
 	uint64_t write_timeout_ns;
 	bool fsync;		/* --fsync: wait for the disk to hold the profile */
 	unsigned tracer_flags;	/* TRACER_FOLLOW, TRACER_DESCENDANTS: the tree too */
+	bool kernel_off;	/* --kernel off */
+	/* Set by cli_kernel_setup: the kernel's symbols when kernel frames
+	 * are taken (NULL: none), and otherwise why not. */
+	struct sym_kallsyms *kallsyms;
+	const char *kernel_why;
 };
 
 void cli_session_defaults(struct cli_session *a);
@@ -128,6 +135,17 @@ enum cli_opt_status cli_session_opt_source(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_sched(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_write_timeout(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_kernel(void *value, const char *arg);
+
+/*
+ * Whether a session of a in mode takes kernel frames: not with --kernel
+ * off, at stops, where perf events may not sample in the kernel, or where
+ * /proc/kallsyms hides the kernel's addresses (said in one line on stderr
+ * unless quiet).  Sets a->kallsyms (freed by cli_kernel_done) and
+ * a->kernel_why.
+ */
+bool cli_kernel_setup(struct cli_session *a, enum sampler_mode mode, bool quiet);
+void cli_kernel_done(struct cli_session *a);
 
 /* The option table entries attach and record share, on the session *s. */
 #define CLI_SESSION_OPTIONS(s) \
@@ -139,6 +157,7 @@ enum cli_opt_status cli_session_opt_write_timeout(void *value, const char *arg);
 	CLI_OPTION_CALLBACK(0, "mode", (s), cli_session_opt_mode), \
 	CLI_OPTION_CALLBACK(0, "stop", (s), cli_session_opt_stop), \
 	CLI_OPTION_CALLBACK(0, "source", (s), cli_session_opt_source), \
+	CLI_OPTION_CALLBACK(0, "kernel", (s), cli_session_opt_kernel), \
 	CLI_OPTION_CALLBACK(0, "sched", (s), cli_session_opt_sched), \
 	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
 	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \

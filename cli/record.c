@@ -28,7 +28,7 @@ static void record_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof record [-d DURATION] [-o FILE] [-f pprof|collapsed|svg]\n"
 		"                    [-F HZ] [--mode cpu|wall] [--stop thread|process]\n"
-		"                    [--source auto|perf|ptrace]\n"
+		"                    [--source auto|perf|ptrace] [--kernel on|off]\n"
 		"                    [--stack-size BYTES] [--sched auto|rt|normal]\n"
 		"                    [--debuginfod-timeout D] [--no-debuginfod]\n"
 		"                    [--write-timeout D] [--fsync] [-q] [--json]\n"
@@ -46,6 +46,7 @@ static void record_usage(FILE *f)
 		"                         as for attach\n"
 		"      --source auto|perf|ptrace\n"
 		"                         as for attach\n"
+		"      --kernel on|off    as for attach\n"
 		"      --stack-size N     bytes of stack copied per sample (default 64k; perf\n"
 		"                         samples: 16k, grown to 64k where a walk needs it)\n"
 		"      --sched auto|rt|normal\n"

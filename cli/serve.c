@@ -32,7 +32,7 @@ static void serve_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof serve -p PID [--listen ADDR:PORT] [--max-seconds N] [-F HZ]\n"
 		"                   [--stop thread|process] [--source auto|perf|ptrace]\n"
-		"                   [--stack-size BYTES]\n"
+		"                   [--stack-size BYTES] [--kernel on|off]\n"
 		"                   [--max-connections N] [--timeout SECONDS] [-q]\n"
 		"\n"
 		"Serves the running process PID's profiles over HTTP at the paths of Go's\n"
@@ -52,6 +52,8 @@ static void serve_usage(FILE *f)
 		"                         who copies a CPU profile's samples: perf, the kernel\n"
 		"                         (no stop); ptrace, cprof at a stop; auto (default):\n"
 		"                         perf when permitted.  Wall profiles use stops\n"
+		"      --kernel on|off    on (default): perf samples taken in the kernel carry\n"
+		"                         its frames, where permitted\n"
 		"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k;\n"
 		"                         16k for perf samples unless given, at most 65528)\n"
 		"      --max-connections N\n"
@@ -231,6 +233,7 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 		CLI_OPTION_CALLBACK('F', "frequency", &c->a, cli_session_opt_hz),
 		CLI_OPTION_CALLBACK(0, "stop", &c->a, cli_session_opt_stop),
 		CLI_OPTION_CALLBACK(0, "source", &c->a, cli_session_opt_source),
+		CLI_OPTION_CALLBACK(0, "kernel", &c->a, cli_session_opt_kernel),
 		CLI_OPTION_CALLBACK(0, "stack-size", &c->a, cli_session_opt_stack_size),
 		CLI_OPTION_BOOL('q', "quiet", &c->quiet),
 		CLI_OPTION_END,
@@ -365,6 +368,7 @@ int cmd_serve(int argc, char **argv)
 		.perf_stack_size = c.a.stack_size_given ? c.a.stack_size : 0,
 		.stop = c.a.stop,
 		.source = c.a.source,
+		.kernel_frames = cli_kernel_setup(&c.a, SAMPLER_CPU, c.quiet),
 		.build = serve_http_build,
 		.done = serve_http_done,
 		.session_end = serve_http_session_end,
@@ -391,6 +395,7 @@ destroy_hub:
 	if (c.daemon)
 		serve_http_stop(&c, 0);
 	hub_destroy(c.hub);
+	cli_kernel_done(&c.a);
 close_fds:
 	if (pidfd >= 0)
 		close(pidfd);

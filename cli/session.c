@@ -90,6 +90,7 @@ static void session_of(struct prof_session *ps, struct session_text *t,
 			.thread_label = label_of,
 			.process_label = process_label_of,
 			.arg = (void *)s,
+			.kernel = a->kallsyms,
 		},
 		.comments = t->comments,
 		.n_comments = SESSION_N_COMMENTS,
@@ -235,9 +236,10 @@ static int finish_session(const struct cli_session *a, pid_t pid, const char *wh
 	return code;
 }
 
-int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
+int cli_session_run(const struct cli_session *args, pid_t pid, const char *what,
 		    void (*after_attach)(void *), void *arg, struct sampler_stats *final)
 {
+	struct cli_session run = *args, *a = &run;
 	struct sampler_opts so = {
 		.pid = pid,
 		.hz = a->hz,
@@ -265,6 +267,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	struct sampler *s = NULL;
 	int code, ret;
 
+	so.kernel_frames = cli_kernel_setup(a, a->mode, a->quiet);
 	/* a status line is for a person watching; logs and pipes get the summary alone */
 	if (!a->quiet && isatty(STDERR_FILENO)) {
 		so.progress = session_progress_update;
@@ -273,6 +276,7 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	ret = sampler_create(&s, &so);
 	if (ret < 0) {
 		cli_error("cannot set up sampling of pid %d: %s", (int)pid, strerror(-ret));
+		cli_kernel_done(a);
 		return CPROF_EXIT_FATAL;
 	}
 	/* Perf maps (and downloads) are followed on a thread of their own;
@@ -284,5 +288,6 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 	code = finish_session(a, pid, what, s, ret, live, &pr, final);
 	sym_live_destroy(live);
 	sampler_destroy(s);
+	cli_kernel_done(a);
 	return code;
 }

@@ -396,6 +396,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 	char signals[128] = "";
 	char sched[128];
 	char source[192];
+	char kernel[64] = "";
 
 	/* Wall mode with more threads than a tick can read: say at what rate
 	 * each was really sampled (the values stay unbiased). */
@@ -411,6 +412,9 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 			 (double)tracer_signal_percentile(t, 50) / 1e3,
 			 (double)tracer_signal_percentile(t, 99) / 1e3);
 
+	if (a->kallsyms)
+		snprintf(kernel, sizeof(kernel), " (%.1f%% of the time in the kernel)",
+			 st->value_ns ? 100.0 * (double)st->kernel_ns / (double)st->value_ns : 0);
 	format_incomplete(incomplete, sizeof(incomplete), st);
 	format_finish(finish, sizeof(finish), end);
 	fprintf(stderr,
@@ -418,7 +422,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		"stops p50 %.1f us, p99 %.1f us, max %.1f us (from reaching the stop: p50 %.1f us, "
 		"p99 %.1f us); a thread spent at most %.3f%% of "
 		"its time stopped (mean %.3f%%)%s; stack copies %llu full, %llu short, %llu short "
-		"that ran out; %s; cprof used %.1f%% of a CPU, its sampling thread %s%s%s\n",
+		"that ran out; %s%s; cprof used %.1f%% of a CPU, its sampling thread %s%s%s\n",
 		strcmp(a->output, "-") == 0 ? "standard output" : a->output,
 		(unsigned long long)st->samples, incomplete,
 		(unsigned long long)t->threads_seen, (double)st->elapsed_ns / 1e9,
@@ -430,7 +434,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 		100 * t->stopped_fraction_max, 100 * mean_fraction(t), signals,
 		(unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
 		(unsigned long long)st->copies_short_ran_out, source_text(st, source, sizeof(source)),
-		st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
+		kernel, st->elapsed_ns ? 100.0 * (double)st->cprof_cpu_ns / (double)st->elapsed_ns : 0,
 		sched_text(t, sched, sizeof(sched)), rotated, finish);
 }
 
@@ -479,6 +483,24 @@ static void print_json_finish(const struct session_end *end)
 		printf("%llu}", (unsigned long long)end->sync_ns);
 	else
 		fputs("null}", stdout);
+}
+
+/* "kernel": whether samples carry kernel frames, and the time in the kernel. */
+static void print_json_kernel(const struct cli_session *a, const struct sampler_stats *st)
+{
+	printf(", \"kernel\": {\"frames\": %s, \"samples\": %llu, \"value_ns\": %llu, "
+	       "\"share\": ", a->kallsyms ? "true" : "false",
+	       (unsigned long long)st->kernel_samples, (unsigned long long)st->kernel_ns);
+	if (a->kallsyms)
+		printf("%.4f", st->value_ns ? (double)st->kernel_ns / (double)st->value_ns : 0);
+	else
+		fputs("null", stdout);
+	fputs(", \"refused\": ", stdout);
+	if (a->kernel_why)
+		cli_json_string(stdout, a->kernel_why);
+	else
+		fputs("null", stdout);
+	fputs("}", stdout);
 }
 
 /* "source" and "perf": how the samples were taken. */
@@ -562,6 +584,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	print_json_missing(live);
 	print_json_source(st);
 	print_json_finish(end);
+	print_json_kernel(a, st);
 	fputs(", \"processes\": ", stdout);
 	print_json_processes(s);
 	fputs("}\n", stdout);

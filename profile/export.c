@@ -35,6 +35,8 @@ struct exporter {
 	unsigned lookups;		/* since the clock was last read */
 	bool late;			/* o->sym_deadline_ns has passed */
 	size_t n_modules;
+	uint64_t kernel_start, kernel_end;	/* the kernel frames' range; end 0: none */
+	uint64_t kernel_mapping;		/* its mapping's id */
 	struct loc_entry *locs;
 	size_t n_locs, cap_locs;
 	struct cprof_htab loc_index;
@@ -96,6 +98,13 @@ static int mark_modules(uint32_t thread, const struct prof_frame *f, size_t n,
 	size_t i, nf;
 
 	for (i = 0; i < n; i++) {
+		if (f[i].flags & PROF_FRAME_KERNEL) {
+			if (!x->kernel_end || f[i].addr < x->kernel_start)
+				x->kernel_start = f[i].addr;
+			if (f[i].addr >= x->kernel_end)
+				x->kernel_end = f[i].addr + 1;
+			continue;
+		}
 		if (!f[i].module || f[i].module >= x->n_modules)
 			continue;
 		x->module_used[f[i].module] = true;
@@ -138,6 +147,45 @@ static int add_mapping(struct exporter *x, const struct proc_module *m)
 }
 
 /*
+ * The address a frame is looked up and placed at: a caller frame holds a
+ * return address, and its call is at addr - 1.  0 for a frame that has no
+ * address (a garbage return address of 1 included).
+ */
+static uint64_t frame_pc(const struct prof_frame *f)
+{
+	return (f->flags & (PROF_FRAME_EXACT | PROF_FRAME_PYTHON)) || !f->addr ? f->addr : f->addr - 1;
+}
+
+/* The mapping of the kernel frames, as perf names it: its range is the
+ * one the frames span. */
+static int add_kernel_mapping(struct exporter *x)
+{
+	struct prof_mapping pm = {
+		.start = x->kernel_start,
+		.limit = x->kernel_end,
+		.filename = "[kernel.kallsyms]",
+		.has_functions = x->o->kernel != NULL,
+	};
+
+	return prof_add_mapping(x->b, &pm, &x->kernel_mapping);
+}
+
+/* A kernel frame's function from the kernel's symbols, if known. */
+static const struct sym_frame *kernel_symbol(struct exporter *x, const struct prof_frame *f,
+					     struct sym_frame *buf)
+{
+	const char *name;
+
+	if (!x->o->kernel)
+		return NULL;
+	name = sym_kallsyms_lookup(x->o->kernel, frame_pc(f), NULL);
+	if (!name)
+		return NULL;
+	*buf = (struct sym_frame){ .function = name, .system_name = name };
+	return buf;
+}
+
+/*
  * The lines of f's symbols into x->lines, *n of them (0: nothing known).
  * Out of memory is an error; any other failure of the symbolizer (a module
  * it cannot read) leaves this one frame unsymbolized rather than losing the
@@ -147,6 +195,7 @@ static int lines_for(struct exporter *x, const struct proc_module *m, const stru
 		     size_t *n)
 {
 	const struct sym_frame *sf = NULL;
+	struct sym_frame kernel;
 	size_t i;
 	int ret;
 
@@ -161,7 +210,10 @@ static int lines_for(struct exporter *x, const struct proc_module *m, const stru
 		*n = ret == 0;
 		return 0;
 	}
-	if (f->flags & PROF_FRAME_TRUNCATED) {
+	if (f->flags & PROF_FRAME_KERNEL) {
+		sf = kernel_symbol(x, f, &kernel);
+		*n = sf != NULL;
+	} else if (f->flags & PROF_FRAME_TRUNCATED) {
 		/* Where a walk stopped short of a thread root. */
 		static const struct sym_frame truncated = { .function = "[truncated]" };
 
@@ -191,16 +243,6 @@ static int lines_for(struct exporter *x, const struct proc_module *m, const stru
 	return 0;
 }
 
-/*
- * The address a frame is looked up and placed at: a caller frame holds a
- * return address, and its call is at addr - 1.  0 for a frame that has no
- * address (a garbage return address of 1 included).
- */
-static uint64_t frame_pc(const struct prof_frame *f)
-{
-	return (f->flags & (PROF_FRAME_EXACT | PROF_FRAME_PYTHON)) || !f->addr ? f->addr : f->addr - 1;
-}
-
 /* The location of frame f into *id: 0, 1 when f has none (a Python frame
  * its reader cannot name: left out), or -errno. */
 static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t *id)
@@ -210,8 +252,8 @@ static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t
 		.addr = frame_pc(f),
 		.module = py ? PY_MODULE : f->module,
 	};
-	const struct proc_module *m =
-		f->module && !py ? proc_modules_get(x->mods, f->module) : NULL;
+	const struct proc_module *m = f->module && !py && !(f->flags & PROF_FRAME_KERNEL) ?
+				      proc_modules_get(x->mods, f->module) : NULL;
 	uint32_t hash, ref;
 	size_t n;
 	int ret;
@@ -233,8 +275,9 @@ static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t
 	/* An address 0 with nothing known cannot be a location; callers
 	 * drop such frames before getting here. */
 	/* A Python frame is no machine address: its location has lines only. */
-	ret = prof_add_location(x->b, m ? x->mapping_ids[m->id] : 0, py ? 0 : key.addr, x->lines,
-				n, id);
+	ret = prof_add_location(x->b,
+				(f->flags & PROF_FRAME_KERNEL) ? x->kernel_mapping :
+				m ? x->mapping_ids[m->id] : 0, py ? 0 : key.addr, x->lines, n, id);
 	if (ret < 0)
 		return ret;
 	key.id = *id;
@@ -317,7 +360,7 @@ static int add_mappings(struct exporter *x, const struct prof_stacks *st)
 				return ret;
 		}
 	}
-	return 0;
+	return x->kernel_end ? add_kernel_mapping(x) : 0;
 }
 
 /* prof_export_add, saying in *modules_cut (may be NULL) how many modules

@@ -13,6 +13,7 @@
 #include "profile/profile.h"
 #include "profile/stacks.h"
 #include "process/modules.h"
+#include "symbolize/kallsyms.h"
 #include "symbolize/symbolize.h"
 
 /* What the second value of a sample (after its count) measures, in ns. */
@@ -45,6 +46,9 @@ struct prof_export_opts {
 	/* CLOCK_MONOTONIC ns (lib/clock.h) past which no more frames are
 	 * symbolized; 0: no limit.  See prof_export_cut. */
 	uint64_t sym_deadline_ns;
+	/* Names the kernel frames (PROF_FRAME_KERNEL) in their
+	 * "[kernel.kallsyms]" mapping; NULL: addresses only. */
+	const struct sym_kallsyms *kernel;
 };
 
 /*

@@ -110,10 +110,18 @@ static void put_label(FILE *f, const char *name, double w)
 	fputs("..", f);
 }
 
-/* Warm colors (flame-like), stable for a name across graphs and runs. */
+/* Warm colors (flame-like), stable for a name across graphs and runs;
+ * kernel functions (perf's " [k]" mark) in cool ones, apart. */
 static void put_color(FILE *f, const char *name)
 {
-	uint64_t h = cprof_hash_bytes(CPROF_HASH_SEED, name, strlen(name));
+	size_t len = strlen(name), mark = sizeof(PROF_RD_KERNEL_MARK) - 1;
+	uint64_t h = cprof_hash_bytes(CPROF_HASH_SEED, name, len);
+
+	if (len > mark && strcmp(name + len - mark, PROF_RD_KERNEL_MARK) == 0) {
+		fprintf(f, "rgb(%u,%u,%u)", 60 + (unsigned)(h % 51),
+			140 + (unsigned)((h >> 16) % 61), 200 + (unsigned)((h >> 32) % 56));
+		return;
+	}
 
 	fprintf(f, "rgb(%u,%u,%u)", 205 + (unsigned)(h % 51), 60 + (unsigned)((h >> 16) % 161),
 		(unsigned)((h >> 32) % 56));

@@ -140,6 +140,15 @@ static int push_address(struct flame *fl, uint32_t *cur, const struct prof_rd_lo
 	return push_name(fl, cur, buf, (size_t)n);
 }
 
+/* A kernel function, marked as perf marks it ("read_zero [k]"). */
+static int push_kernel(struct flame *fl, uint32_t *cur, const char *name)
+{
+	char buf[320];
+	int n = snprintf(buf, sizeof(buf), "%.300s" PROF_RD_KERNEL_MARK, name);
+
+	return push_name(fl, cur, buf, (size_t)n);
+}
+
 static const char *thread_name_of(const struct prof_rd_sample *s)
 {
 	size_t i;
@@ -180,8 +189,9 @@ static int add_sample(struct flame *fl, const struct prof_rd_sample *s, int64_t 
 			fn = loc->lines[j].function;
 			name = fn->name && *fn->name ? fn->name :
 			       fn->system_name && *fn->system_name ? fn->system_name : NULL;
-			ret = name ? push_name(fl, &cur, name, strlen(name)) :
-				     push_address(fl, &cur, loc);
+			ret = !name ? push_address(fl, &cur, loc) :
+			      prof_rd_location_kernel(loc) ? push_kernel(fl, &cur, name) :
+							       push_name(fl, &cur, name, strlen(name));
 			if (ret < 0)
 				return ret;
 		}

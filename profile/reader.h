@@ -7,8 +7,10 @@
 #ifndef CPROF_PROFILE_READER_H
 #define CPROF_PROFILE_READER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct prof_rd_value_type {
 	const char *type;	/* "samples", "cpu", "wall", ... */
@@ -39,6 +41,18 @@ struct prof_rd_location {
 	const struct prof_rd_line *lines;	/* innermost inlined first */
 	size_t n_lines;				/* 0: address only */
 };
+
+/* The name of the kernel's mapping, as perf and cprof write it ("[k]" is
+ * perf's mark of a kernel function in its reports). */
+#define PROF_RD_KERNEL_MAPPING "[kernel.kallsyms]"
+#define PROF_RD_KERNEL_MARK " [k]"
+
+/* Whether loc is kernel code: its mapping is the kernel's. */
+static inline bool prof_rd_location_kernel(const struct prof_rd_location *loc)
+{
+	return loc->mapping && strncmp(loc->mapping->filename, PROF_RD_KERNEL_MAPPING,
+				       sizeof(PROF_RD_KERNEL_MAPPING) - 1) == 0;
+}
 
 struct prof_rd_label {
 	const char *key;

@@ -249,6 +249,15 @@ static int line_node(struct builder *b, const struct prof_rd_location *loc, size
 	}
 	if (!*f->name)
 		return node_unknown(b, loc, idx);
+	if (prof_rd_location_kernel(loc)) {
+		/* perf's mark: a kernel function apart from a user one of
+		 * the same name, and easy to --ignore */
+		char name[512];
+
+		snprintf(name, sizeof(name), "%s" PROF_RD_KERNEL_MARK, f->name);
+		return node_get(b, name, file, b->by == PROF_RPT_LINE ? loc->lines[i].line : 0,
+				temp | TEMP_NAME, idx);
+	}
 	return node_get(b, f->name, file, b->by == PROF_RPT_LINE ? loc->lines[i].line : 0, temp,
 			idx);
 }

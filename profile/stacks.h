@@ -18,6 +18,9 @@ enum {
 	/* An interpreter's frame (CPython's, python/): addr is a location id
 	 * its reader names (prof_export_opts.python_line), module is 0. */
 	PROF_FRAME_PYTHON = 1 << 2,
+	/* addr is in the kernel (module 0): named from its symbols, in the
+	 * profile's "[kernel.kallsyms]" mapping, as perf does */
+	PROF_FRAME_KERNEL = 1 << 3,
 };
 
 struct prof_frame {

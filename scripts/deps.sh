@@ -12,7 +12,7 @@ libunwind-dev libelf-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler
 zlib1g-dev libmicrohttpd-dev autoconf automake libtool pkg-config make gcc
 libiberty-dev libdebuginfod-dev libncurses-dev
 golang-go elfutils strace libc6-dbg binutils procps rustc nodejs curl debuginfod
-python3 python3.11 tmux
+python3 python3.11 tmux linux-perf
 "
 
 if ! command -v dpkg-query >/dev/null 2>&1; then

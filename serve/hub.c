@@ -335,6 +335,7 @@ static int sample_session(struct hub *h, enum sampler_mode mode, struct sampler 
 		.mode = mode,
 		.stop = h->o.stop,
 		.source = h->o.source,
+		.kernel_frames = h->o.kernel_frames && mode == SAMPLER_CPU,
 		.after_attach = on_attached,
 		.after_attach_arg = h,
 		.progress = on_progress,

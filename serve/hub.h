@@ -70,6 +70,7 @@ struct hub_opts {
 	size_t perf_stack_size;	/* sampler_opts.perf_stack_size */
 	enum sampler_stop stop;
 	enum sampler_source source;
+	bool kernel_frames;	/* sampler_opts.kernel_frames (CPU profiles) */
 	/* Builds w's result from p (stores it through w->user).  Returns 0 or
 	 * -errno, which lands in w->err. */
 	int (*build)(struct hub_window *w, const struct hub_profile *p, void *arg);

@@ -22,6 +22,7 @@
 #include "process/maps.h"
 #include "process/modules.h"
 #include "symbolize/demangle.h"
+#include "symbolize/kallsyms.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/symbolize.h"
 #include "tests/tap.h"
@@ -799,6 +800,58 @@ out:
 	munmap(code, 8192);
 }
 
+/* A table in /proc/kallsyms's format read from memory. */
+static int kallsyms_of(const char *text, struct sym_kallsyms **k)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int r;
+
+	if (!f)
+		return -errno;
+	r = sym_kallsyms_read(f, k);
+	fclose(f);
+	return r;
+}
+
+/* The kernel's symbols: text symbols only, in address order whatever the
+ * file's, modules named, addresses hidden by kptr_restrict refused. */
+static void test_kallsyms(void)
+{
+	static const char table[] =
+		"ffffffff81200000 T vfs_read\n"
+		"ffffffff81100000 T _stext\n"
+		"ffffffff81300000 D some_data\n"
+		"ffffffff81180000 t read_zero\n"
+		"ffffffffc0001000 t ext4_read\t[ext4]\n"
+		"ffffffffc0002000 T ext4_write\t[ext4]\n";
+	static const char hidden[] =
+		"0000000000000000 T _stext\n"
+		"0000000000000000 T vfs_read\n";
+	struct sym_kallsyms *k = NULL;
+	const char *mod = "x", *name;
+
+	check(kallsyms_of(table, &k) == 0 && k, "kallsyms: a table is read");
+	if (!k)
+		return;
+	name = sym_kallsyms_lookup(k, 0xffffffff81180010, &mod);
+	check(name && strcmp(name, "read_zero") == 0 && !mod,
+	      "kallsyms: an address in a core kernel function (%s)", name ? name : "NULL");
+	name = sym_kallsyms_lookup(k, 0xffffffff81200000, NULL);
+	check(name && strcmp(name, "vfs_read") == 0, "kallsyms: a function's first byte");
+	name = sym_kallsyms_lookup(k, 0xffffffff81300008, NULL);
+	check(name && strcmp(name, "vfs_read") == 0, "kallsyms: data symbols are no functions");
+	name = sym_kallsyms_lookup(k, 0xffffffffc0002040, &mod);
+	check(name && strcmp(name, "ext4_write") == 0 && mod && strcmp(mod, "ext4") == 0,
+	      "kallsyms: a module's function, with its module");
+	check(!sym_kallsyms_lookup(k, 0xffffffff80000000, NULL),
+	      "kallsyms: below the first symbol, no name");
+	check(!sym_kallsyms_lookup(k, 0xffffffffc8000000, NULL),
+	      "kallsyms: far past the last symbol, no name");
+	sym_kallsyms_free(k);
+	k = NULL;
+	check(kallsyms_of(hidden, &k) == -EPERM && !k, "kallsyms: hidden addresses refused");
+}
+
 int main(int argc, char **argv)
 {
 	char corrupt_path[] = "/tmp/cprof-test-symbolize-corrupt-XXXXXX";
@@ -817,6 +870,7 @@ int main(int argc, char **argv)
 	test_maps_add();
 	test_demangle();
 	test_perfmap();
+	test_kallsyms();
 
 	if (access("/proc/self/maps", R_OK) != 0) {
 		skip("symbolization of live processes", "/proc is not mounted");

@@ -823,7 +823,7 @@ static void test_perf_ring(void)
 	}
 	while (!m.tid)
 		sleep_ms(1);
-	r = perf_thread_open(&pt, m.tid, 1000000, STACK, RING);
+	r = perf_thread_open(&pt, m.tid, 1000000, STACK, RING, 0);
 	if (r < 0) {
 		skip("perf ring: samples read in place", "perf events not permitted here");
 		goto out_thread;

@@ -38,6 +38,7 @@ struct perf_thread {
 	const uint8_t *data;
 	uint64_t data_size;	/* a power of two */
 	size_t stack_size;
+	bool callchain;		/* samples carry the kernel's call chain */
 	uint64_t read;		/* the records before it are taken out */
 	bool viewed;		/* ... and some of them are still viewed (snap_view) */
 	uint64_t last_count;	/* the task clock at the last sample taken out */
@@ -55,7 +56,7 @@ struct perf_thread {
 static int kernel_allowed = -1;
 
 static int open_event(pid_t tid, uint64_t period_ns, size_t stack_size, size_t ring_bytes,
-		      bool exclude_kernel)
+		      bool exclude_kernel, bool callchain)
 {
 	struct perf_event_attr a;
 	long fd;
@@ -70,6 +71,13 @@ static int open_event(pid_t tid, uint64_t period_ns, size_t stack_size, size_t r
 	a.read_format = 0;
 	a.sample_regs_user = REGS_MASK;
 	a.sample_stack_user = (uint32_t)stack_size;
+	if (callchain) {
+		/* The kernel part alone: the user part is the stack copy's to
+		 * unwind (the kernel's walks frame pointers only). */
+		a.sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a.exclude_callchain_user = 1;
+		a.sample_max_stack = SNAP_KERNEL_MAX;
+	}
 	a.exclude_kernel = exclude_kernel;
 	a.exclude_hv = 1;
 	/* A rename comes in the ring, in order with the samples: a thread
@@ -89,21 +97,24 @@ static int open_event(pid_t tid, uint64_t period_ns, size_t stack_size, size_t r
 }
 
 /* Opens with samples in the kernel when permitted, without them otherwise
- * (the answer is remembered for the next threads). */
-static int open_any(pid_t tid, uint64_t period_ns, size_t stack_size, size_t ring_bytes)
+ * (the answer is remembered for the next threads); *callchain (in: asked
+ * for) says whether the samples carry the kernel's call chain. */
+static int open_any(pid_t tid, uint64_t period_ns, size_t stack_size, size_t ring_bytes,
+		    bool *callchain)
 {
 	int allowed = __atomic_load_n(&kernel_allowed, __ATOMIC_RELAXED);
 	int fd;
 
 	if (allowed != 0) {
-		fd = open_event(tid, period_ns, stack_size, ring_bytes, false);
+		fd = open_event(tid, period_ns, stack_size, ring_bytes, false, *callchain);
 		if (fd != -EACCES && fd != -EPERM) {
 			if (fd >= 0)
 				__atomic_store_n(&kernel_allowed, 1, __ATOMIC_RELAXED);
 			return fd;
 		}
 	}
-	fd = open_event(tid, period_ns, stack_size, ring_bytes, true);
+	*callchain = false;
+	fd = open_event(tid, period_ns, stack_size, ring_bytes, true, false);
 	if (fd >= 0)
 		__atomic_store_n(&kernel_allowed, 0, __ATOMIC_RELAXED);
 	return fd;
@@ -111,7 +122,8 @@ static int open_any(pid_t tid, uint64_t period_ns, size_t stack_size, size_t rin
 
 int perf_thread_probe(void)
 {
-	int fd = open_any(0, 10000000, 64, 0);
+	bool callchain = false;
+	int fd = open_any(0, 10000000, 64, 0, &callchain);
 
 	if (fd < 0)
 		return fd;
@@ -119,14 +131,21 @@ int perf_thread_probe(void)
 	return 0;
 }
 
+bool perf_thread_kernel_allowed(void)
+{
+	return perf_thread_probe() == 0 &&
+	       __atomic_load_n(&kernel_allowed, __ATOMIC_RELAXED) == 1;
+}
+
 size_t perf_thread_record_size(size_t stack_size)
 {
-	/* header, pid/tid, read value, abi, registers, size, stack, dyn_size */
-	return 8 + 8 + 8 + 8 + 8 * N_REGS + 8 + stack_size + 8;
+	/* header, pid/tid, read value, call chain (its length, a context
+	 * marker, the frames), abi, registers, size, stack, dyn_size */
+	return 8 + 8 + 8 + 8 * (2 + SNAP_KERNEL_MAX) + 8 + 8 * N_REGS + 8 + stack_size + 8;
 }
 
 int perf_thread_open(struct perf_thread **out, pid_t tid, uint64_t period_ns, size_t stack_size,
-		     size_t ring_bytes)
+		     size_t ring_bytes, unsigned flags)
 {
 	long page = sysconf(_SC_PAGESIZE);
 	struct perf_thread *pt;
@@ -140,7 +159,8 @@ int perf_thread_open(struct perf_thread **out, pid_t tid, uint64_t period_ns, si
 		return -ENOMEM;
 	pt->tid = tid;
 	pt->stack_size = stack_size;
-	pt->fd = open_any(tid, period_ns, stack_size, ring_bytes);
+	pt->callchain = flags & PERF_THREAD_KERNEL;
+	pt->fd = open_any(tid, period_ns, stack_size, ring_bytes, &pt->callchain);
 	if (pt->fd < 0) {
 		ret = pt->fd;
 		goto err_free;
@@ -221,6 +241,26 @@ bool perf_thread_holds(const struct perf_thread *pt, const void *p)
 	return b >= pt->data && b < pt->data + pt->data_size;
 }
 
+/* The kernel's call chain of the sample at pos (its u64 count first) into
+ * sn, without the context markers (PERF_CONTEXT_KERNEL...).  Returns the
+ * position after it, or 0 when it overruns end. */
+static uint64_t parse_callchain(const struct perf_thread *pt, uint64_t pos, uint64_t end,
+				struct snap *sn)
+{
+	uint64_t nr = ring_u64(pt, pos), i, ip;
+
+	sn->n_kernel = 0;
+	pos += 8;
+	if (nr > (end - pos) / 8)
+		return 0;
+	for (i = 0; i < nr && sn->n_kernel < SNAP_KERNEL_MAX; i++) {
+		ip = ring_u64(pt, pos + 8 * i);
+		if (ip < PERF_CONTEXT_MAX)
+			sn->kernel[sn->n_kernel++] = ip;
+	}
+	return pos + 8 * nr;
+}
+
 /* Fills sn from the sample record at pos, size bytes.  Returns 1 (a sample
  * with registers), 0 (one without: a moment the thread had no user
  * context) or -EIO (malformed). */
@@ -236,6 +276,12 @@ static int parse_sample(struct perf_thread *pt, uint64_t pos, uint64_t size, str
 	pos += 8;	/* pid, tid: the event's own thread */
 	count = ring_u64(pt, pos);
 	pos += 8;
+	sn->n_kernel = 0;
+	if (pt->callchain) {
+		pos = parse_callchain(pt, pos, end, sn);
+		if (!pos || pos + 8 > end)
+			return -EIO;
+	}
 	abi = ring_u64(pt, pos);
 	pos += 8;
 	if (abi == PERF_SAMPLE_REGS_ABI_NONE)

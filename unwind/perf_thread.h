@@ -24,6 +24,14 @@ struct perf_thread;
  * rounded down to 8). */
 #define PERF_THREAD_STACK_MAX 65528u
 
+/* perf_thread_open's flags. */
+enum {
+	/* Samples taken in the kernel carry the kernel's part of the call
+	 * chain too (snap.kernel), where perf_event_paranoid permits samples
+	 * in the kernel; otherwise the flag is ignored. */
+	PERF_THREAD_KERNEL = 1 << 0,
+};
+
 /*
  * Starts sampling tid every period_ns of its CPU time, each sample
  * carrying stack_size bytes of stack (8..PERF_THREAD_STACK_MAX, a multiple
@@ -35,7 +43,7 @@ struct perf_thread;
  * permitted), -ENOSYS/-EOPNOTSUPP (no perf events here), -EMFILE, -ENOMEM.
  */
 int perf_thread_open(struct perf_thread **out, pid_t tid, uint64_t period_ns, size_t stack_size,
-		     size_t ring_bytes);
+		     size_t ring_bytes, unsigned flags);
 void perf_thread_close(struct perf_thread *pt);
 
 /*
@@ -49,7 +57,9 @@ size_t perf_thread_record_size(size_t stack_size);
  * stack copy from SP (stack_limited when the copy filled stack_size: the
  * stack may go on beyond it) and, in sn->cpu_ns, the thread's CPU time
  * since its previous sample (or since the event was opened), samples lost
- * or not taken included.  sn's capacity must hold stack_size bytes.
+ * or not taken included; with PERF_THREAD_KERNEL, in sn->kernel the
+ * kernel frames of a sample taken in the kernel.  sn's capacity must hold
+ * stack_size bytes.
  * Returns 1; 2 when the next record is a rename instead (perf_thread_comm
  * tells it; sn is untouched); 3 when it is an executable file mapping the
  * thread made (perf_thread_mapping); 0 when the ring is empty; or -EIO (a record
@@ -109,5 +119,9 @@ int perf_thread_set_period(struct perf_thread *pt, uint64_t period_ns);
  * perf_event_paranoid).
  */
 int perf_thread_probe(void);
+
+/* Whether perf events here may sample in the kernel, and so take kernel
+ * frames (root, CAP_PERFMON, or perf_event_paranoid <= 1). */
+bool perf_thread_kernel_allowed(void);
 
 #endif

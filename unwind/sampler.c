@@ -484,7 +484,8 @@ static int perf_open_thread(struct sampler *s, struct tracer_thread *th, size_t 
 	size_t ring = perf_ring_for(stack);
 	int r;
 
-	r = perf_thread_open(&st->perf, th->tid, perf_first_gap(s), stack, ring);
+	r = perf_thread_open(&st->perf, th->tid, perf_first_gap(s), stack, ring,
+			     s->o.kernel_frames ? PERF_THREAD_KERNEL : 0);
 	if (r < 0) {
 		st->perf = NULL;
 		return r;
@@ -1127,6 +1128,25 @@ static void drop_snap_maps(struct snap *sn)
 	sn->maps = NULL;
 }
 
+/* Puts the kernel frames of a perf sample under its n user frames
+ * (s->frames has room for them).  Returns the new count. */
+static size_t add_kernel_frames(struct sampler *s, const struct snap *sn, size_t n)
+{
+	size_t i;
+
+	if (!sn->n_kernel)
+		return n;
+	memmove(s->frames + sn->n_kernel, s->frames, n * sizeof(*s->frames));
+	for (i = 0; i < sn->n_kernel; i++)
+		s->frames[i] = (struct prof_frame){
+			.addr = sn->kernel[i],
+			.flags = PROF_FRAME_KERNEL | (i == 0 ? PROF_FRAME_EXACT : 0),
+		};
+	s->stats.kernel_samples++;
+	s->stats.kernel_ns += sn->cpu_ns;
+	return n + sn->n_kernel;
+}
+
 /* Unwinds and aggregates the snapshot at index i. */
 static int process_snap(struct sampler *s, size_t i)
 {
@@ -1144,6 +1164,7 @@ static int process_snap(struct sampler *s, size_t i)
 		return 0;
 	s->stats.ends[end]++;
 	s->stats.samples_unstopped += sn->unstopped;
+	n = add_kernel_frames(s, sn, n);
 	remember(s, tracer_find_thread(s->tracer, sn->tid), s->frames, n);
 	return add_sample(s, sn->key, s->frames, n, sn->cpu_ns, NULL);
 }
@@ -1730,7 +1751,8 @@ int sampler_create(struct sampler **out, const struct sampler_opts *o)
 	if (!s->o.max_frames)
 		s->o.max_frames = 256;
 	s->period_ns = 1000000000u / s->o.hz;
-	s->frames = calloc(s->o.max_frames, sizeof(*s->frames));
+	/* (room for a perf sample's kernel frames under the user ones) */
+	s->frames = calloc(s->o.max_frames + SNAP_KERNEL_MAX, sizeof(*s->frames));
 	s->frames2 = calloc(s->o.max_frames, sizeof(*s->frames2));
 	if (!s->frames || !s->frames2)
 		goto err;

@@ -73,6 +73,9 @@ struct sampler_opts {
 	 * kernel in the thread's time; 0: 16 KiB, or stack_size if less */
 	size_t perf_stack_size;
 	size_t max_frames;
+	/* perf source: samples taken in the kernel carry its frames, under
+	 * the user stack (perf_thread.h PERF_THREAD_KERNEL), where permitted */
+	bool kernel_frames;
 	enum sampler_mode mode;
 	enum sampler_stop stop;
 	enum sampler_source source;
@@ -148,6 +151,9 @@ struct sampler_stats {
 	uint64_t perf_throttled;	/* times the kernel throttled a thread's samples */
 	uint64_t perf_drains;		/* ticks that took samples out of the rings */
 	size_t perf_stack;		/* bytes of stack a perf sample carries */
+	/* Samples with kernel frames (kernel_frames), and their value. */
+	uint64_t kernel_samples;
+	uint64_t kernel_ns;
 	struct tracer_stats tracer;
 	bool attached;
 	bool boosted;		/* the sampling thread runs at raised priority */

@@ -16,6 +16,10 @@
 
 #include "process/maps.h"
 
+/* The kernel frames a snapshot holds at most (perf source): deeper
+ * kernel stacks are rare, and the ring's records stay small. */
+#define SNAP_KERNEL_MAX 64
+
 struct snap {
 	pid_t tid;
 	struct user_regs_struct regs;
@@ -43,6 +47,12 @@ struct snap {
 	/* The caller's: maps of its own to unwind this copy against (perf
 	 * samples in a library mapped for a moment), or NULL. */
 	struct proc_maps *maps;
+	/* The kernel's part of the sample's call chain, leaf first (the
+	 * instruction it was at, then return addresses), when it was taken in
+	 * the kernel and kernel frames were asked for (perf source only: at a
+	 * stop there is no kernel stack to read); n_kernel 0: none. */
+	size_t n_kernel;
+	uint64_t kernel[SNAP_KERNEL_MAX];
 };
 
 /* Allocates a snapshot able to hold cap bytes of stack.  Returns 0 or -ENOMEM. */
