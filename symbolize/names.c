@@ -106,7 +106,8 @@ static int demangle_bare(struct sym_ctx *ctx, const char *name, const char **out
  * ("__libc_start_main@@GLIBC_2.34" is __libc_start_main to anyone reading a
  * profile; system_name keeps it whole), without the ABI suffix Go's linker
  * adds (".abi0", ".abiinternal": Go's own profiles drop it), demangled when
- * it is C++ or Rust.  Interned.  Returns 0 or -ENOMEM.
+ * it is C++ or Rust; a PLT stub's "@plt" (plt.h) stays, as perf shows it.
+ * Interned.  Returns 0 or -ENOMEM.
  */
 static int demangle(struct sym_ctx *ctx, const char *name, const char **out)
 {
@@ -115,6 +116,18 @@ static int demangle(struct sym_ctx *ctx, const char *name, const char **out)
 	char *bare;
 	size_t len, i, k;
 	int ret;
+
+	at = strrchr(name ? name : "", '@');
+	if (at && at != name && strcmp(at, "@plt") == 0) {
+		bare = strndup(name, (size_t)(at - name));
+		ret = bare ? demangle(ctx, bare, out) : -ENOMEM;
+		free(bare);
+		if (ret < 0 || asprintf(&bare, "%s@plt", *out) < 0)
+			return ret < 0 ? ret : -ENOMEM;
+		ret = sym_intern(ctx, bare, out);
+		free(bare);
+		return ret;
+	}
 
 	*out = NULL;
 	if (!name)

@@ -35,6 +35,8 @@ struct mod_state {
 	Dwarf_Addr cus_bias;
 	bool go_tried;		/* go was tried */
 	struct gopcln *go;	/* Go's pc-line table, for a Go binary without symbols */
+	bool plt_tried;		/* plt was tried */
+	struct sym_plt *plt;	/* its PLT stubs' names (plt.h) */
 };
 
 struct cache_entry {

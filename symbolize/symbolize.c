@@ -14,6 +14,7 @@
 #include "lib/htab.h"
 #include "symbolize/cu_index.h"
 #include "symbolize/perfmap.h"
+#include "symbolize/plt.h"
 #include "symbolize/symbolize-impl.h"
 #include "symbolize/symbolize.h"
 
@@ -97,6 +98,7 @@ void sym_destroy(struct sym_ctx *ctx)
 	for (i = 0; i < ctx->nmods; i++) {
 		cu_index_free(ctx->mods[i].cus);
 		gopcln_close(ctx->mods[i].go);
+		sym_plt_free(ctx->mods[i].plt);
 	}
 	free(ctx->mods);
 	free(ctx);
@@ -160,6 +162,19 @@ static void resolve_go(const struct proc_module *mod, struct mod_state *st, uint
 	}
 }
 
+/* No symbol and no line: a PLT stub, named as perf names it (plt.h). */
+static void resolve_plt(const struct proc_module *mod, struct mod_state *st, uint64_t vaddr,
+			struct resolved *r)
+{
+	if (!st->plt_tried) {
+		st->plt_tried = true;
+		if (!mod->file || sym_plt_read(objfile_elf(mod->file), &st->plt) < 0)
+			st->plt = NULL;
+	}
+	if (st->plt)
+		r->symname = sym_plt_lookup(st->plt, vaddr);
+}
+
 /* The ctx-owned frames for ELF address vaddr of mod; *n 0 when unknown. */
 static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mod_state *st,
 		   uint64_t vaddr, struct sym_frame **out, size_t *n, bool *has_lines)
@@ -182,6 +197,8 @@ static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mo
 		if (ret < 0)
 			return ret;
 	}
+	if (!r.n && !r.symname && !r.src)
+		resolve_plt(mod, st, vaddr, &r);
 	if (!r.n && !r.symname && !r.src)
 		resolve_go(mod, st, vaddr, !(ctx->flags & SYM_NO_SOURCE), &r);
 	if (!r.n && (ret = resolve_flat(ctx, &r)) < 0)
