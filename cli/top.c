@@ -274,6 +274,9 @@ static void toggle_pause(struct top *t)
 		t->quit = true;
 		return;
 	}
+	/* cprof's CPU share is over the time sampled, not the pause */
+	t->cpu_ns = process_cpu_ns();
+	t->wall_ns = cprof_now_ns();
 	show(t);
 }
 
