@@ -108,7 +108,8 @@ int prof_write_fd(struct prof_builder *b, int fd);
 
 /*
  * Writes the profile to path ("-" = stdout): to a temporary file in the same
- * directory, fsync, rename; on any error nothing is left behind.
+ * directory, renamed into place (atomic.h; no fsync); on any error nothing
+ * is left behind.
  * Returns 0 or -errno.
  */
 int prof_write_file(struct prof_builder *b, const char *path);

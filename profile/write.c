@@ -130,7 +130,7 @@ static int fill_profile(int fd, void *arg)
 
 int prof_write_file(struct prof_builder *b, const char *path)
 {
-	/* A temporary name in the same directory, fsync, rename: a reader
+	/* A temporary name in the same directory, then its place: a reader
 	 * never sees half a profile, and an error leaves nothing behind. */
 	return prof_atomic_write(path, fill_profile, b);
 }
