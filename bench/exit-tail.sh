@@ -23,8 +23,9 @@
 # condition and command: the time past -d (median, p90, max), runs that
 # ended with another status than 0, and, from --json where the command has
 # it, cprof's own "finish" (from the end of sampling to the profile
-# written).  A run still going EXIT_CAP seconds (default 120) past -d is
-# killed and counted as hung.  After each attach the target must be
+# written) and the exit: from the JSON summary on standard output (cprof
+# flushes it last) to the process gone.  A run still going EXIT_CAP
+# seconds (default 120) past -d is killed and counted as hung.  After each attach the target must be
 # released (TracerPid 0) and still running.
 #
 # Figures only: it never fails on a timing.  Exit status 1 only on a real
@@ -105,7 +106,7 @@ start_load() {
 # start_target [SECONDS]: evloop as TPID, ready.
 start_target() {
 	rm -f "$WORK/ready"
-	"$EVLOOP" -t 16 -s "${1:-600}" -r "$WORK/ready" </dev/null >/dev/null 2>"$WORK/target.err" &
+	"$EVLOOP" -t 16 -s "${1:-7200}" -r "$WORK/ready" </dev/null >/dev/null 2>"$WORK/target.err" &
 	TPID=$!
 	for _ in $(seq 400); do
 		[ -e "$WORK/ready" ] && return
@@ -119,14 +120,16 @@ now_ns() { date +%s%N; }
 
 # timed VAR COMMAND...: runs COMMAND (stdout to out.json, stderr to err,
 # both reused from run to run), killed once CAP seconds past -d; sets VAR to
-# its wall time in ns and RC to its status (-1: killed).
+# its wall time in ns, RC to its status (-1: killed) and EXIT_NS to the time
+# from out.json written to its end (-: no output).
 timed() {
-	local var=$1 t0 t1 pid waited=0
+	local var=$1 t0 t1 tj="" pid waited=0
 	shift
 	t0=$(now_ns)
 	"$@" >"$WORK/out.json" 2>"$WORK/err" </dev/null &
 	pid=$!
 	while kill -0 "$pid" 2>/dev/null; do
+		[ -n "$tj" ] || [ ! -s "$WORK/out.json" ] || tj=$(now_ns)
 		sleep 0.05
 		waited=$((waited + 1))
 		if [ "$waited" -gt $(((SECS + CAP) * 20)) ]; then
@@ -139,6 +142,8 @@ timed() {
 	[ "$waited" -gt $(((SECS + CAP) * 20)) ] && RC=-1
 	t1=$(now_ns)
 	printf -v "$var" '%s' $((t1 - t0))
+	EXIT_NS=-
+	[ -z "$tj" ] || EXIT_NS=$((t1 - tj))
 }
 
 # finish_of: cprof's own "finish" ns from out.json, or -.
@@ -151,7 +156,7 @@ except Exception:
 }
 
 # one VARIANT BIN CONDITION COMMAND: a run; appends
-# "condition command variant past_ns rc finish_ns" to runs.
+# "condition command variant past_ns rc finish_ns exit_ns" to runs.
 one() {
 	local v=$1 bin=$2 cond=$3 cmd=$4 wall past tracer
 	case $cmd in
@@ -163,17 +168,19 @@ one() {
 		past=$((wall - SECS * 1000000000))
 		;;
 	record)
+		# the command's own output is not record's JSON
 		timed wall "$bin" record --source ptrace -F 1000 -d "${SECS}s" --json -o "$WORK/p.pb.gz" \
-			-- "$EVLOOP" -t 16 -s "$SECS"
+			-- sh -c 'exec "$0" -t 16 -s "$1" >/dev/null' "$EVLOOP" "$SECS"
 		past=$((wall - SECS * 1000000000))
 		;;
 	dump-threads)
 		timed wall "$bin" dump-threads -p "$TPID"
 		past=$wall
+		EXIT_NS=-	# its stdout is the dump, written as it goes
 		;;
 	esac
 	kill -0 "$TPID" 2>/dev/null || die "evloop died during $v $cmd"
-	echo "$cond $cmd $v $past $RC $(finish_of)" >>"$WORK/runs"
+	echo "$cond $cmd $v $past $RC $(finish_of) $EXIT_NS" >>"$WORK/runs"
 }
 
 measure() {
@@ -188,7 +195,7 @@ measure() {
 
 : >"$WORK/runs"
 echo "machine: $(nproc) CPUs, $(uname -sr), $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
-echo "disk of the work directory: $(df -P "$WORK" | awk 'NR == 2 { print $1 }') ($(stat -f -c %T "$WORK"))"
+echo "disk of the work directory: $(df -P "$WORK" | awk 'NR == 2 { print $1 }') ($(findmnt -no FSTYPE -T "$WORK" 2>/dev/null))"
 echo "cprof: $BUILD/cprof${BASE:+; baseline: $BASE/cprof}; $RUNS runs per command and condition, -d ${SECS}s"
 echo
 start_target
@@ -203,21 +210,22 @@ python3 - "$WORK/runs" "$CAP" <<'EOF' || die "cannot summarize the runs"
 import sys
 rows = {}
 for line in open(sys.argv[1]):
-    cond, cmd, v, past, rc, fin = line.split()
-    rows.setdefault((cond, cmd, v), []).append((int(past) / 1e9, int(rc), fin))
+    cond, cmd, v, past, rc, fin, ex = line.split()
+    rows.setdefault((cond, cmd, v), []).append((int(past) / 1e9, int(rc), fin, ex))
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
 print("time past -d in seconds (dump-threads: its whole time); finish: cprof's own, end of "
-      "sampling to profile written")
-print("%-7s %-13s %-9s %4s %8s %8s %8s %6s %5s %10s" % ("", "command", "variant", "runs", "median",
-      "p90", "max", "not-0", "hung", "finish-max"))
+      "sampling to profile written; exit: summary printed to process gone")
+print("%-7s %-13s %-9s %4s %8s %8s %8s %6s %5s %10s %8s" % ("", "command", "variant", "runs",
+      "median", "p90", "max", "not-0", "hung", "finish-max", "exit-max"))
 for (cond, cmd, v) in sorted(rows, key=lambda k: (k[0] != "quiet", k[1], k[2])):
     r = rows[(cond, cmd, v)]
     past = [x[0] for x in r]
     fins = [int(x[2]) / 1e9 for x in r if x[2] != "-"]
-    print("%-7s %-13s %-9s %4d %8.2f %8.2f %8.2f %6d %5d %10s" % (
+    exits = [int(x[3]) / 1e9 for x in r if x[3] != "-"]
+    print("%-7s %-13s %-9s %4d %8.2f %8.2f %8.2f %6d %5d %10s %8s" % (
         cond, cmd, v, len(r), pct(past, 50), pct(past, 90), max(past),
         sum(1 for x in r if x[1] not in (0, -1)), sum(1 for x in r if x[1] == -1),
-        "%.2f" % max(fins) if fins else "-"))
+        "%.2f" % max(fins) if fins else "-", "%.2f" % max(exits) if exits else "-"))
 EOF
