@@ -125,6 +125,8 @@ now_ns() { date +%s%N; }
 timed() {
 	local var=$1 t0 t1 tj="" pid waited=0
 	shift
+	# emptied here: the child's own truncation may come after the first look
+	: >"$WORK/out.json"
 	t0=$(now_ns)
 	"$@" >"$WORK/out.json" 2>"$WORK/err" </dev/null &
 	pid=$!
