@@ -9,7 +9,8 @@
 #include "lib/htab.h"
 #include "python/python.h"
 
-/* Byte offsets of what cprof reads; which ones apply depends on minor. */
+/* Byte offsets of what cprof reads; which ones apply depends on minor.
+ * uint16_t fields only, minor first (py_layout_debug_offsets relies on it). */
 struct py_layout {
 	uint16_t minor;
 	uint16_t rt_interp_head, rt_main_thread;

@@ -39,59 +39,39 @@ const struct py_layout *py_layout_table(unsigned minor)
 	return NULL;
 }
 
-/*
- * _Py_DebugOffsets as 3.13's internal/pycore_runtime.h lays it out: words
- * after the 8-byte cookie, by position.  A version with another layout of
- * it fails the live check (or the cookie and version tests here).
- */
-enum {
-	DO_VERSION = 1, DO_FREE_THREADED = 2, DO_RT_INTERP_HEAD = 5,
-	DO_IS_NEXT = 8, DO_IS_THREADS_HEAD = 9,
-	DO_TS_NEXT = 21, DO_TS_INTERP = 22, DO_TS_CURRENT_FRAME = 23, DO_TS_THREAD_ID = 24,
-	DO_TS_NATIVE_THREAD_ID = 25,
-	DO_FR_PREVIOUS = 29, DO_FR_EXECUTABLE = 30, DO_FR_INSTR_PTR = 31, DO_FR_OWNER = 33,
-	DO_CO_FILENAME = 35, DO_CO_NAME = 36, DO_CO_QUALNAME = 37, DO_CO_LINETABLE = 38,
-	DO_CO_FIRSTLINENO = 39, DO_CO_CODE_ADAPTIVE = 43,
-	DO_BYTES_SIZE = 65, DO_BYTES_SVAL = 66,
-	DO_UNI_STATE = 68, DO_UNI_LENGTH = 69, DO_UNI_ASCII_SIZE = 70,
-	DO_WORDS = 73,
-};
+/* Where 3.13's _Py_DebugOffsets keeps each offset (generated from its headers). */
+#include "python/debug_offsets.h"
 
 int py_layout_debug_offsets(pid_t pid, uint64_t runtime, struct py_layout *l)
 {
-	static const struct {
-		size_t field, word;
-	} map[] = {
-#define M(f, w) { offsetof(struct py_layout, f), w }
-		M(rt_interp_head, DO_RT_INTERP_HEAD), M(is_next, DO_IS_NEXT),
-		M(is_tstate_head, DO_IS_THREADS_HEAD), M(ts_next, DO_TS_NEXT),
-		M(ts_interp, DO_TS_INTERP), M(ts_frame, DO_TS_CURRENT_FRAME),
-		M(ts_thread_id, DO_TS_THREAD_ID), M(ts_native_thread_id, DO_TS_NATIVE_THREAD_ID),
-		M(fr_previous, DO_FR_PREVIOUS), M(fr_code, DO_FR_EXECUTABLE),
-		M(fr_instr, DO_FR_INSTR_PTR), M(fr_owner, DO_FR_OWNER),
-		M(co_filename, DO_CO_FILENAME), M(co_name, DO_CO_NAME),
-		M(co_qualname, DO_CO_QUALNAME), M(co_linetable, DO_CO_LINETABLE),
-		M(co_firstlineno, DO_CO_FIRSTLINENO), M(co_code_adaptive, DO_CO_CODE_ADAPTIVE),
-		M(bytes_size, DO_BYTES_SIZE), M(bytes_sval, DO_BYTES_SVAL),
-		M(uni_state, DO_UNI_STATE), M(uni_length, DO_UNI_LENGTH),
-		M(uni_ascii_size, DO_UNI_ASCII_SIZE),
-#undef M
-	};
-	uint64_t w[DO_WORDS];
+	const uint16_t *pos = (const uint16_t *)&py_debug_positions;
+	uint8_t raw[PY_DEBUG_OFFSETS_SIZE];
+	uint16_t *out = (uint16_t *)l;
+	uint64_t version, free_threaded, v;
 	uint16_t minor = l->minor;
 	size_t i;
 
-	if (py_mem(pid, runtime, w, sizeof(w)) < 0 || memcmp(w, "xdebugpy", 8) ||
-	    w[DO_VERSION] >> 24 != 3 || ((w[DO_VERSION] >> 16) & 0xff) != 13 ||
-	    w[DO_FREE_THREADED])
+	if (py_mem(pid, runtime, raw, sizeof(raw)) < 0 || memcmp(raw, "xdebugpy", 8))
+		return -EPROTO;
+	memcpy(&version, raw + PY_DEBUG_OFFSETS_VERSION, sizeof(version));
+	memcpy(&free_threaded, raw + PY_DEBUG_OFFSETS_FREE_THREADED, sizeof(free_threaded));
+	/* Another minor version may lay the struct out otherwise; free-threaded
+	 * builds lay the objects out otherwise. */
+	if (version >> 24 != 3 || ((version >> 16) & 0xff) != py_debug_positions.minor ||
+	    free_threaded)
 		return -EPROTO;
 	memset(l, 0, sizeof(*l));
-	l->minor = minor;
-	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++) {
-		if (w[map[i].word] > 0xffff)
+	/* struct py_layout is uint16_t fields only: each one's position, 0
+	 * when 3.13 does not publish it (the cookie is at 0). */
+	for (i = 1; i < sizeof(*l) / sizeof(uint16_t); i++) {
+		if (!pos[i])
+			continue;
+		memcpy(&v, raw + pos[i], sizeof(v));
+		if (v > 0xffff)
 			return -EPROTO;
-		*(uint16_t *)((char *)l + map[i].field) = (uint16_t)w[map[i].word];
+		out[i] = (uint16_t)v;
 	}
+	l->minor = minor;
 	/* PyCompactUnicodeObject: PyASCIIObject, utf8_length, utf8. */
 	l->uni_compact_size = (uint16_t)(l->uni_ascii_size + 16);
 	return 0;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Prints one row of python/layouts.h: the offsets cprof reads in the
- * CPython version whose headers it is compiled against (3.8-3.12; 3.13 and
- * later publish them in _Py_DebugOffsets).  Built by python-offsets.sh.
+ * CPython version whose headers it is compiled against (3.8-3.12).  3.13
+ * publishes them in _Py_DebugOffsets at the start of _PyRuntime: for it,
+ * the row gives where in that struct each offset is (python/debug_offsets.h).
+ * Built by python-offsets.sh.
  */
 #define Py_BUILD_CORE 1
 #include <Python.h>
@@ -25,6 +27,44 @@
 
 #define F(name, value) printf("\t\t." #name " = %u,\n", (unsigned)(value))
 
+#if PY_VERSION_HEX >= 0x030d0000
+/* Where each offset cprof reads lies in _Py_DebugOffsets, in bytes. */
+#define D(name, member) F(name, offsetof(_Py_DebugOffsets, member))
+int main(void)
+{
+	printf("#define PY_DEBUG_OFFSETS_SIZE %u\n", (unsigned)sizeof(_Py_DebugOffsets));
+	printf("#define PY_DEBUG_OFFSETS_VERSION %u\n", (unsigned)offsetof(_Py_DebugOffsets, version));
+	printf("#define PY_DEBUG_OFFSETS_FREE_THREADED %u\n",
+	       (unsigned)offsetof(_Py_DebugOffsets, free_threaded));
+	printf("static const struct py_layout py_debug_positions = {\n");
+	F(minor, PY_MINOR_VERSION);
+	D(rt_interp_head, runtime_state.interpreters_head);
+	D(is_next, interpreter_state.next);
+	D(is_tstate_head, interpreter_state.threads_head);
+	D(ts_next, thread_state.next);
+	D(ts_interp, thread_state.interp);
+	D(ts_frame, thread_state.current_frame);
+	D(ts_thread_id, thread_state.thread_id);
+	D(ts_native_thread_id, thread_state.native_thread_id);
+	D(fr_previous, interpreter_frame.previous);
+	D(fr_code, interpreter_frame.executable);
+	D(fr_instr, interpreter_frame.instr_ptr);
+	D(fr_owner, interpreter_frame.owner);
+	D(co_qualname, code_object.qualname);
+	D(co_code_adaptive, code_object.co_code_adaptive);
+	D(co_linetable, code_object.linetable);
+	D(co_filename, code_object.filename);
+	D(co_name, code_object.name);
+	D(co_firstlineno, code_object.firstlineno);
+	D(bytes_size, bytes_object.ob_size);
+	D(bytes_sval, bytes_object.ob_sval);
+	D(uni_length, unicode_object.length);
+	D(uni_state, unicode_object.state);
+	D(uni_ascii_size, unicode_object.asciiobject_size);
+	printf("};\n");
+	return 0;
+}
+#else
 int main(void)
 {
 	printf("\t{\n");
@@ -77,3 +117,4 @@ int main(void)
 	printf("\t},\n");
 	return 0;
 }
+#endif
