@@ -12,6 +12,11 @@
 #include "process/procfs.h"
 #include "unwind/procs.h"
 
+/* Re-read maps at most this often (see procs_may_reread). */
+#define MAPS_MIN_NS 5000000ull
+/* The executable mappings kept per process from perf's announcements. */
+#define ANNOUNCED_MAX 1024
+
 static void read_name(struct samp_proc *p)
 {
 	struct procfs_stat st;
@@ -93,8 +98,8 @@ int procs_refresh(struct samp_proc *p, uint64_t now_ns)
 		return ret;
 	p->ready = true;
 	p->maps_read_ns = now_ns;
+	p->maps_gen++;
 	ret = proc_modules_update(p->mods, &p->maps);
-	remote_flush(p->unwinder);
 	return ret < 0 ? ret : 0;
 }
 
@@ -135,18 +140,19 @@ static void swap_maps(struct proc_maps *a, struct proc_maps *b)
 
 void procs_hold_stop_maps(struct samp_proc *p)
 {
-	if (!p->stop_maps_valid)
+	if (!p->stop_maps_valid || !p->unwinder)
 		return;
 	swap_maps(&p->round_maps, &p->stop_maps);
 	p->stop_maps_valid = false;
 	p->round_maps_valid = true;
+	p->stop_maps_taken = true;
 }
 
 void procs_use_maps(struct samp_proc *p, struct proc_maps *m)
 {
 	swap_maps(&p->maps, m);
+	p->maps_gen++;
 	proc_modules_update(p->mods, &p->maps);
-	remote_flush(p->unwinder);
 }
 
 void procs_take_round_maps(struct samp_proc *p)
@@ -155,8 +161,111 @@ void procs_take_round_maps(struct samp_proc *p)
 		return;
 	swap_maps(&p->maps, &p->round_maps);
 	p->round_maps_valid = false;
+	p->maps_gen++;
 	proc_modules_update(p->mods, &p->maps);
-	remote_flush(p->unwinder);
+}
+
+struct remote_unwinder *procs_unwinder(struct samp_proc *p)
+{
+	if (p->unwinder && p->flushed_gen != p->maps_gen) {
+		remote_flush(p->unwinder);
+		p->flushed_gen = p->maps_gen;
+	}
+	return p->unwinder;
+}
+
+/*
+ * The maps at this stop, for the unwind after it.  Maps read at an earlier
+ * stop of the same round and not taken yet are kept under them: the copy
+ * made then needs them (a library its thread ran in may be gone by now).
+ */
+int procs_read_stop_maps(struct samp_proc *p, uint64_t now_ns)
+{
+	struct proc_maps now = { NULL, 0 };
+	int ret;
+
+	if (!p->stop_maps_valid) {
+		ret = proc_maps_read(p->pid, &p->stop_maps);
+	} else {
+		ret = proc_maps_read(p->pid, &now);
+		if (ret == 0)
+			ret = proc_maps_merge_older(&now, &p->stop_maps);
+		if (ret == 0) {
+			proc_maps_free(&p->stop_maps);
+			p->stop_maps = now;
+		} else {
+			proc_maps_free(&now);
+		}
+	}
+	if (ret < 0)
+		return ret;
+	p->stop_maps_valid = true;
+	p->maps_read_ns = now_ns;
+	return 0;
+}
+
+void procs_round_begin(struct samp_proc *p)
+{
+	p->stop_maps_taken = false;
+}
+
+bool procs_may_reread(const struct samp_proc *p, uint64_t now_ns)
+{
+	return !p->stop_maps_taken && now_ns - p->maps_read_ns >= MAPS_MIN_NS;
+}
+
+bool procs_same_mapping(const struct proc_map *a, const struct proc_map *b)
+{
+	return a->start == b->start && a->end == b->end && a->inode == b->inode &&
+	       a->offset == b->offset;
+}
+
+int procs_announce(struct samp_proc *p, const struct proc_map *m)
+{
+	/* Past ANNOUNCED_MAX the history starts again: the maps read at a
+	 * drain know the mappings of the moment. */
+	if (p->announced.n >= ANNOUNCED_MAX)
+		proc_maps_free(&p->announced);
+	return proc_maps_add(&p->announced, m);
+}
+
+/*
+ * The kernel announces the mappings made after a thread's event is open;
+ * the maps read at attach know those made before that read.  A library
+ * mapped in between (a dlopen during the perf_event_open probe, which can
+ * take 10 ms) and unmapped before the drain that reads its samples was
+ * known to neither: attach-hostile's churned library had a sample without
+ * a name.  A read of maps once every event is open gives the executable
+ * mappings the first read did not see as if announced.
+ */
+int procs_announce_gap(struct samp_proc *p)
+{
+	struct proc_maps now = { 0 };
+	size_t i;
+	int r = 0;
+
+	if (!p->ready || proc_maps_read(p->pid, &now) < 0)
+		return 0;
+	for (i = 0; i < now.n && r == 0; i++) {
+		const struct proc_map *m = &now.v[i];
+		const struct proc_map *c = proc_maps_find(&p->maps, m->start);
+
+		if ((m->perms & PROC_MAP_X) && m->path[0] == '/' && !(c && procs_same_mapping(c, m)))
+			r = proc_maps_add(&p->announced, m);
+	}
+	proc_maps_free(&now);
+	return r;
+}
+
+const struct proc_maps *procs_drain_maps(struct samp_proc *p, uint64_t drain)
+{
+	if (!p->drain_maps_valid || p->drain_maps_at != drain) {
+		if (proc_maps_read(p->pid, &p->drain_maps) < 0)
+			return NULL;
+		p->drain_maps_valid = true;
+		p->drain_maps_at = drain;
+	}
+	return &p->drain_maps;
 }
 
 /*

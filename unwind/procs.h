@@ -6,6 +6,12 @@
  * process's record outlives it (its counts are reported at the end); what
  * only sampling needs is released once it is gone (procs_retire).  Used on
  * the tracing thread only.
+ *
+ * The maps and their bookkeeping are this file's alone: other files read
+ * the fields, and change them only through the functions below.  Every
+ * change of the maps the unwinder walks against bumps maps_gen (as
+ * strace's mmap cache does), and the unwinder is flushed once, when it is
+ * next asked for (procs_unwinder), however many changes came meanwhile.
  */
 #ifndef CPROF_UNWIND_PROCS_H
 #define CPROF_UNWIND_PROCS_H
@@ -39,6 +45,8 @@ struct samp_proc {
 	bool owns_mods;		/* mods is a view of its own, not the store */
 	int maps_fd;		/* /proc/PID/maps for PROCMAP_QUERY; -ENOTTY: unsupported */
 	uint64_t maps_read_ns;
+	uint64_t maps_gen;	/* bumped by every change of maps */
+	uint64_t flushed_gen;	/* ... and the one the unwinder was flushed at */
 	size_t n_threads;	/* traced threads now */
 	struct proc_modules *mods;
 	struct remote_unwinder *unwinder;
@@ -76,6 +84,38 @@ void procs_take_round_maps(struct samp_proc *p);
 /* Makes m p's maps (and its modules follow); m gets the ones they
  * replace. */
 void procs_use_maps(struct samp_proc *p, struct proc_maps *m);
+
+/* Reads the maps during a stop of one of p's threads (stop_maps), for the
+ * unwind of the copy made at that stop.  Returns 0 or -errno. */
+int procs_read_stop_maps(struct samp_proc *p, uint64_t now_ns);
+
+/* A round of copies is about to be unwound: none of them uses stop_maps yet. */
+void procs_round_begin(struct samp_proc *p);
+
+/* Whether a sample's stale-looking frames may read the maps again now:
+ * not when maps read at a stop of this round know more than a read after
+ * the threads ran on, and not more than once every few milliseconds. */
+bool procs_may_reread(const struct samp_proc *p, uint64_t now_ns);
+
+/* The unwinder, flushed first if the maps changed since it last was;
+ * NULL once p is retired. */
+struct remote_unwinder *procs_unwinder(struct samp_proc *p);
+
+/* perf source: an executable mapping the kernel announced (PERF_RECORD_MMAP2)
+ * for p.  Returns 0 or -ENOMEM. */
+int procs_announce(struct samp_proc *p, const struct proc_map *m);
+
+/* perf source, once every event is open: the executable file mappings made
+ * between the first read of maps and the events' start, as if announced.
+ * Returns 0 or -ENOMEM. */
+int procs_announce_gap(struct samp_proc *p);
+
+/* perf source: maps read once per drain (drain, its number) for the samples
+ * of that drain that need fresh ones, or NULL when they cannot be read. */
+const struct proc_maps *procs_drain_maps(struct samp_proc *p, uint64_t drain);
+
+/* Whether two mappings are the same one. */
+bool procs_same_mapping(const struct proc_map *a, const struct proc_map *b);
 
 /* Whether p's cached maps are wrong about pc (see the sampler's on_stop). */
 bool procs_pc_unknown(struct samp_proc *p, uint64_t pc);
