@@ -95,7 +95,8 @@ rd_cflags=$(pkg-config --cflags libprotobuf-c zlib) || die "pkg-config --cflags 
 rd_libs=$(pkg-config --libs libprotobuf-c zlib) || die "pkg-config --libs libprotobuf-c zlib failed"
 [ -f "$build/profile/flame-js.h" ] || die "'$build' is not built (no profile/flame-js.h): run make there"
 rd_objs=""
-for src in lib/grow.c lib/htab.c lib/utf8.c profile/atomic.c profile/reader.c profile/strtab.c \
+for src in lib/clock.c lib/grow.c lib/htab.c lib/utf8.c profile/atomic.c profile/reader.c \
+	   profile/reader-input.c profile/strtab.c \
 	   profile/report.c profile/flame.c profile/flame-svg.c "$build/profile/profile.pb-c.c"; do
 	case $src in /*) path=$src ;; *) path="$root/$src" ;; esac
 	obj="$out/obj/rd_$(basename "$src" .c).o"
