@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #define DEBUG_DIR "/usr/lib/debug"
 
 struct objfile {
+	pthread_mutex_t lock;	/* held around every use of elf */
 	Elf *elf;
 	int fd;		/* closed with the handle when owned */
 	bool owns_fd;
@@ -35,6 +37,7 @@ int objfile_from_fd(struct objfile **out, int fd)
 		free(f);
 		return -EINVAL;
 	}
+	pthread_mutex_init(&f->lock, NULL);
 	*out = f;
 	return 0;
 }
@@ -60,14 +63,21 @@ void objfile_close(struct objfile *f)
 	if (!f)
 		return;
 	elf_end(f->elf);
+	pthread_mutex_destroy(&f->lock);
 	if (f->owns_fd)
 		close(f->fd);
 	free(f);
 }
 
-Elf *objfile_elf(const struct objfile *f)
+Elf *objfile_lock(struct objfile *f)
 {
+	pthread_mutex_lock(&f->lock);
 	return f->elf;
+}
+
+void objfile_unlock(struct objfile *f)
+{
+	pthread_mutex_unlock(&f->lock);
 }
 
 bool objfile_is_elf(const struct objfile *f)
@@ -75,7 +85,7 @@ bool objfile_is_elf(const struct objfile *f)
 	return f && elf_kind(f->elf) == ELF_K_ELF;
 }
 
-Elf_Scn *objfile_section(const struct objfile *f, const char *name, unsigned type, GElf_Shdr *sh)
+Elf_Scn *objfile_section(Elf *elf, const char *name, unsigned type, GElf_Shdr *sh)
 {
 	Elf_Scn *scn = NULL;
 	size_t shstrndx;
@@ -84,12 +94,12 @@ Elf_Scn *objfile_section(const struct objfile *f, const char *name, unsigned typ
 
 	if (!sh)
 		sh = &mem;
-	if (!objfile_is_elf(f) || elf_getshdrstrndx(f->elf, &shstrndx) < 0)
+	if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) < 0)
 		return NULL;
-	while ((scn = elf_nextscn(f->elf, scn))) {
+	while ((scn = elf_nextscn(elf, scn))) {
 		if (!gelf_getshdr(scn, sh) || sh->sh_type != type)
 			continue;
-		s = elf_strptr(f->elf, shstrndx, sh->sh_name);
+		s = elf_strptr(elf, shstrndx, sh->sh_name);
 		if (s && strcmp(s, name) == 0)
 			return scn;
 	}

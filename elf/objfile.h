@@ -6,8 +6,9 @@
  * cprof calls elf_begin.  The file is mapped read-only (ELF_C_READ_MMAP);
  * libelf loads what is asked for (section data, decompressed sections) into
  * the handle on first use and keeps it, so a second reader pays nothing.
- * Not thread-safe for that reason: one thread at a time uses a handle (the
- * thread that owns the module table it belongs to).
+ * libelf does not lock a handle for that, and two threads may read one
+ * module (the session's thread unwinds while `cprof top` symbolizes): every
+ * use of the handle goes between objfile_lock and objfile_unlock.
  */
 #ifndef CPROF_ELF_OBJFILE_H
 #define CPROF_ELF_OBJFILE_H
@@ -20,7 +21,7 @@ struct objfile;
 
 /*
  * Opens the file behind fd, which the caller keeps open (and owns) for as
- * long as the handle lives.  The file need not be ELF: objfile_elf then has
+ * long as the handle lives.  The file need not be ELF: its handle then has
  * another kind, which each reader checks.  Returns 0 with *out set, or
  * -ENOMEM / -EINVAL (libelf refused the file) / -ENOSYS (libelf unusable).
  */
@@ -35,18 +36,25 @@ int objfile_open(struct objfile **out, const char *path);
 /* Closes the handle (and the descriptor if it opened it).  NULL is fine. */
 void objfile_close(struct objfile *f);
 
-/* The libelf handle; valid as long as f. */
-Elf *objfile_elf(const struct objfile *f);
+/*
+ * Takes f for the calling thread and returns its libelf handle, to be used
+ * (and whatever it returns, such as section data, copied out) before
+ * objfile_unlock.  Never nested: a thread holds one handle at a time.
+ */
+Elf *objfile_lock(struct objfile *f);
+void objfile_unlock(struct objfile *f);
 
-/* Whether the file is an ELF object libelf can read headers of. */
+/* Whether the file is an ELF object libelf can read headers of (NULL: no).
+ * Needs no lock: the kind is fixed when the file is opened. */
 bool objfile_is_elf(const struct objfile *f);
 
 /*
- * The first section called name whose type is type (SHT_PROGBITS, ...),
- * its header in *sh (when sh is not NULL), or NULL.  A linear scan of the
- * section headers: readers call it once per file and keep what they read.
+ * The first section of elf (a locked handle) called name whose type is
+ * type (SHT_PROGBITS, ...), its header in *sh (when sh is not NULL), or
+ * NULL.  A linear scan of the section headers: readers call it once per
+ * file and keep what they read.
  */
-Elf_Scn *objfile_section(const struct objfile *f, const char *name, unsigned type, GElf_Shdr *sh);
+Elf_Scn *objfile_section(Elf *elf, const char *name, unsigned type, GElf_Shdr *sh);
 
 /*
  * Opens the separate debug file of build_id (lowercase hex) under

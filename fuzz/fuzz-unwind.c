@@ -51,7 +51,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct dframe *df;
 	struct gopcln *go;
 	struct roots *roots;
-	int fd;
+	int fd, ret;
 
 	if (!as && !(as = unw_create_addr_space(&accessors, 0)))
 		abort();
@@ -84,7 +84,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		sink += dframe_count(df);
 		dframe_free(df);
 	}
-	if (gopcln_open(&go, mod.file ? objfile_elf(mod.file) : NULL) == 0) {
+	ret = gopcln_open(&go, mod.file ? objfile_lock(mod.file) : NULL);
+	if (mod.file)
+		objfile_unlock(mod.file);
+	if (ret == 0) {
 		size_t n = gopcln_count(go), i;
 		char *cfi;
 		size_t len;

@@ -167,9 +167,9 @@ void proc_module_read_facts(struct proc_module *mod, const struct candidate *c)
 
 	if (!objfile_is_elf(mod->file))
 		return;
-	elf = objfile_elf(mod->file);
+	elf = objfile_lock(mod->file);
 	if (!gelf_getehdr(elf, &ehdr) || elf_getphdrnum(elf, &phnum) != 0)
-		return;
+		goto unlock;
 
 	scan_phdrs(elf, phnum, mod, c, &lf);
 	if (c->have_base && lf.have_load) {
@@ -183,4 +183,6 @@ void proc_module_read_facts(struct proc_module *mod, const struct candidate *c)
 	find_eh_frame_hdr(elf, phnum, mod);
 	if (!mod->build_id)
 		read_section_build_id(elf, mod);
+unlock:
+	objfile_unlock(mod->file);
 }

@@ -132,12 +132,15 @@ static int open_symbols(const struct proc_module *mod, struct py_syms *s, Elf **
 
 	if (!mod->file || mod->is_vdso || !mod->mapped)
 		return -ENOENT;
-	/* The module's one ELF handle, which the module table owns. */
-	elf = objfile_elf(mod->file);
+	/* The module's one ELF handle, which the module table owns: held
+	 * until the caller's objfile_unlock on success. */
+	elf = objfile_lock(mod->file);
 	memset(s, 0, sizeof(*s));
 	scan_syms(elf, s);
-	if (!s->runtime.st_value)
+	if (!s->runtime.st_value) {
+		objfile_unlock(mod->file);
 		return -ENOENT;
+	}
 	*elfp = elf;
 	return 0;
 }
@@ -224,6 +227,7 @@ int py_proc_open(struct py_proc **out, pid_t pid, const struct proc_modules *mod
 			continue;
 		py->mod = mod;
 		ret = setup(py, elf, &s, why, why_len);
+		objfile_unlock(mod->file);
 	}
 	if (ret < 0) {
 		free(py);

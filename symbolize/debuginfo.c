@@ -117,7 +117,7 @@ static bool has_dwarf(Elf *elf)
 	return false;
 }
 
-bool sym_debuginfo_local(const struct objfile *f, const char *file_name, const char *build_id)
+bool sym_debuginfo_local(struct objfile *f, const char *file_name, const char *build_id)
 {
 	char *path = NULL, *found = NULL;
 	bool local = false;
@@ -135,10 +135,12 @@ bool sym_debuginfo_local(const struct objfile *f, const char *file_name, const c
 	}
 	if (!f)
 		return false;
-	elf = objfile_elf(f);
+	elf = objfile_lock(f);
 	local = has_dwarf(elf);
+	link = local ? NULL : dwelf_elf_gnu_debuglink(elf, &crc);
+	/* The link's name lives in the mapped file, which outlives the lock. */
+	objfile_unlock(f);
 	if (!local) {
-		link = dwelf_elf_gnu_debuglink(elf, &crc);
 		dfd = sym_debuglink_open(link, crc, file_name, &found);
 		local = dfd >= 0;
 		if (dfd >= 0)

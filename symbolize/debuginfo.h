@@ -29,6 +29,6 @@ struct objfile;
  * NULL; f NULL: a file libelf refused) has DWARF here: in itself, by build
  * ID or by .gnu_debuglink.
  */
-bool sym_debuginfo_local(const struct objfile *f, const char *file_name, const char *build_id);
+bool sym_debuginfo_local(struct objfile *f, const char *file_name, const char *build_id);
 
 #endif

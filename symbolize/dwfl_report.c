@@ -28,8 +28,9 @@ static const Dwfl_Callbacks offline_callbacks = {
 };
 
 /* First vaddr of the first PT_LOAD, aligned as libdwfl aligns it. */
-static bool first_load_vaddr(const struct objfile *f, GElf_Half *type, GElf_Addr *vaddr)
+static bool first_load_vaddr(struct objfile *f, GElf_Half *type, GElf_Addr *vaddr)
 {
+	bool ok = false;
 	GElf_Ehdr ehdr;
 	GElf_Phdr ph;
 	size_t phnum, i;
@@ -37,19 +38,22 @@ static bool first_load_vaddr(const struct objfile *f, GElf_Half *type, GElf_Addr
 
 	if (!f)
 		return false;
-	elf = objfile_elf(f);
+	elf = objfile_lock(f);
 	if (!gelf_getehdr(elf, &ehdr) || elf_getphdrnum(elf, &phnum) != 0)
-		return false;
+		goto unlock;
 	*type = ehdr.e_type;
 	for (i = 0; i < phnum; i++) {
 		if (!gelf_getphdr(elf, (int)i, &ph))
 			break;
 		if (ph.p_type == PT_LOAD) {
 			*vaddr = ph.p_vaddr & -ph.p_align;
-			return true;
+			ok = true;
+			break;
 		}
 	}
-	return false;
+unlock:
+	objfile_unlock(f);
+	return ok;
 }
 
 /* The module's build ID as lowercase hex, into buf (2 * 64 + 1 bytes). */

@@ -150,8 +150,10 @@ static void resolve_go(const struct proc_module *mod, struct mod_state *st, uint
 
 	if (!st->go_tried) {
 		st->go_tried = true;
-		if (!mod->file || gopcln_open(&st->go, objfile_elf(mod->file)) < 0)
+		if (!mod->file || gopcln_open(&st->go, objfile_lock(mod->file)) < 0)
 			st->go = NULL;
+		if (mod->file)
+			objfile_unlock(mod->file);
 	}
 	if (!st->go || gopcln_find(st->go, vaddr, &f) < 0 || !f.name)
 		return;
@@ -168,8 +170,10 @@ static void resolve_plt(const struct proc_module *mod, struct mod_state *st, uin
 {
 	if (!st->plt_tried) {
 		st->plt_tried = true;
-		if (!mod->file || sym_plt_read(objfile_elf(mod->file), &st->plt) < 0)
+		if (!mod->file || sym_plt_read(objfile_lock(mod->file), &st->plt) < 0)
 			st->plt = NULL;
+		if (mod->file)
+			objfile_unlock(mod->file);
 	}
 	if (st->plt)
 		r->symname = sym_plt_lookup(st->plt, vaddr);

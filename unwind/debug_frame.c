@@ -56,15 +56,13 @@ struct dframe {
  * compresses its DWARF (SHF_COMPRESSED, zlib): the handle then keeps the
  * section decompressed, for any later reader of the file.
  */
-static int read_section(const struct objfile *f, char **buf, size_t *len)
+static int copy_section(Elf *elf, char **buf, size_t *len)
 {
 	Elf_Scn *scn;
 	GElf_Shdr sh;
 	Elf_Data *d;
 
-	if (!objfile_is_elf(f))
-		return -EINVAL;
-	scn = objfile_section(f, ".debug_frame", SHT_PROGBITS, &sh);
+	scn = objfile_section(elf, ".debug_frame", SHT_PROGBITS, &sh);
 	if (!scn)
 		return -ENOENT;
 	if ((sh.sh_flags & SHF_COMPRESSED) && elf_compress(scn, 0, 0) < 0)
@@ -78,6 +76,17 @@ static int read_section(const struct objfile *f, char **buf, size_t *len)
 	memcpy(*buf, d->d_buf, d->d_size);
 	*len = d->d_size;
 	return 0;
+}
+
+static int read_section(struct objfile *f, char **buf, size_t *len)
+{
+	int ret;
+
+	if (!objfile_is_elf(f))
+		return -EINVAL;
+	ret = copy_section(objfile_lock(f), buf, len);
+	objfile_unlock(f);
+	return ret;
 }
 
 /* The section from the module's file, else from its build-id debuginfo. */
@@ -107,7 +116,8 @@ static int go_section(const struct proc_module *m, char **buf, size_t *len)
 
 	if (!m->file)
 		return -ENOENT;
-	ret = gopcln_open(&p, objfile_elf(m->file));
+	ret = gopcln_open(&p, objfile_lock(m->file));
+	objfile_unlock(m->file);
 	if (ret < 0)
 		return ret == -ENOMEM ? ret : -ENOENT;
 	ret = gopcln_make_cfi(p, buf, len);

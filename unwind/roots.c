@@ -144,8 +144,11 @@ static int scan_gopclntab(struct roots *r, const struct proc_module *m)
 	size_t i, n;
 	int ret = 0;
 
-	if (gopcln_open(&p, objfile_elf(m->file)) < 0)
+	ret = gopcln_open(&p, objfile_lock(m->file));
+	objfile_unlock(m->file);
+	if (ret < 0)
 		return 0;
+	ret = 0;
 	n = gopcln_count(p);
 	for (i = 0; i < n && ret == 0; i++) {
 		struct gopcln_func f;
@@ -165,15 +168,15 @@ static int scan_gopclntab(struct roots *r, const struct proc_module *m)
  * SHT_DYNSYM) of the ELF file f.  Returns how many tables there were, or
  * -errno.
  */
-static int scan_file(struct roots *r, const struct objfile *f, uint64_t bias, unsigned type)
+static int scan_file(struct roots *r, struct objfile *f, uint64_t bias, unsigned type)
 {
 	Elf_Scn *scn = NULL;
-	int ret, tables = 0;
+	int ret = 0, tables = 0;
 	Elf *e;
 
 	if (!objfile_is_elf(f))
 		return 0;
-	e = objfile_elf(f);
+	e = objfile_lock(f);
 	while ((scn = elf_nextscn(e, scn))) {
 		GElf_Shdr sh;
 
@@ -181,10 +184,11 @@ static int scan_file(struct roots *r, const struct objfile *f, uint64_t bias, un
 			continue;
 		ret = scan_symtab(r, e, scn, &sh, bias);
 		if (ret < 0)
-			return ret;
+			break;
 		tables++;
 	}
-	return tables;
+	objfile_unlock(f);
+	return ret < 0 ? ret : tables;
 }
 
 /* The .symtab of m's separate debug file, found by build id. */
