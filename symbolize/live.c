@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The watcher thread: polls the target's maps and perf map, notices exec, downloads debuginfo. */
+/* The watcher thread: polls the maps and perf maps of the target's processes, notices exec,
+ * downloads debuginfo. */
 #include "config.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,20 +50,40 @@ struct dl_entry {
 	char why[160];
 };
 
+/* One process of the tree, as the thread follows it. */
+struct live_proc {
+	pid_t pid;
+	bool gone;		/* exited: nothing more to read, what was learned stays */
+	bool before_exec;	/* still a copy of cprof (opts.from_exec): not read */
+	int exec_fd;		/* /proc/PID/maps opened before the last exec check */
+	struct proc_maps maps;
+	struct sym_perfmap *perfmap;
+	struct proc_modules *mods;	/* over l->store; NULL: downloads are off */
+};
+
+/*
+ * Who touches what: the thread owns procs and dl and is their only writer;
+ * others read them (JIT names, downloaded files) under names_lock, which
+ * the thread takes to change them.  stop, added, generation and the
+ * download's status are under lock.
+ */
 struct sym_live {
 	struct sym_live_opts o;
 	pthread_t thread;
 	bool running;
 	bool abandoned;			/* stop gave up waiting: l is the thread's */
 	pthread_mutex_t lock;
+	pthread_mutex_t names_lock;
 	pthread_cond_t wake;
-	bool stop;			/* under lock */
-	int exec_fd;			/* /proc/PID/maps opened before the last exec check */
-	struct proc_maps maps;
-	struct sym_perfmap *perfmap;
+	bool stop;
+	pid_t *added;			/* processes to follow from the next poll on */
+	size_t n_added, cap_added;
+	uint64_t generation;		/* bumped when names or files were learned */
+	struct live_proc *procs;	/* procs[0] is o.pid */
+	size_t n_procs, cap_procs;
 
 	/* debuginfod */
-	struct proc_modules *mods;	/* NULL: downloads are off */
+	struct proc_modules *store;	/* the tree's modules; NULL: downloads are off */
 	size_t mods_seen;		/* modules already checked */
 	struct dl_entry *dl;
 	size_t n_dl, cap_dl;
@@ -89,32 +111,42 @@ static bool stop_asked(struct sym_live *l)
 	return stop;
 }
 
+static void bump_generation(struct sym_live *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->generation++;
+	pthread_mutex_unlock(&l->lock);
+}
+
 /*
  * An open /proc/PID/maps stays bound to the address space it was opened on:
- * once the target execs (or exits), reading it gives nothing.  Returns true
- * when a new address space replaced the one of the last call.
+ * once the process execs (or exits), reading it gives nothing.  Returns true
+ * when a new address space replaced the one of the last call; a process
+ * that is no more is marked gone.
  */
-static bool execed(struct sym_live *l)
+static bool execed(struct live_proc *p)
 {
 	char path[64], c;
 	int fd;
 
-	if (l->exec_fd >= 0 && pread(l->exec_fd, &c, 1, 0) == 1)
+	if (p->exec_fd >= 0 && pread(p->exec_fd, &c, 1, 0) == 1)
 		return false;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)l->o.pid);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	/* an exited target (or a zombie) has no new address space: no exec */
+	if (fd < 0 && (errno == ENOENT || errno == ESRCH))
+		p->gone = true;
+	/* an exited process (or a zombie) has no new address space: no exec */
 	if (fd < 0 || pread(fd, &c, 1, 0) != 1) {
 		if (fd >= 0)
 			close(fd);
 		return false;
 	}
-	if (l->exec_fd < 0) {
-		l->exec_fd = fd;
+	if (p->exec_fd < 0) {
+		p->exec_fd = fd;
 		return false;
 	}
-	close(l->exec_fd);
-	l->exec_fd = fd;
+	close(p->exec_fd);
+	p->exec_fd = fd;
 	return true;
 }
 
@@ -128,32 +160,46 @@ static struct dl_entry *find_dl(const struct sym_live *l, const char *build_id)
 	return NULL;
 }
 
-/* Queues the modules found since the last call that have no debuginfo here. */
+/* Appends a queued lookup of m's debuginfo (the caller holds names_lock). */
+static int queue_module(struct sym_live *l, const struct proc_module *m)
+{
+	struct dl_entry *e;
+
+	if (cprof_grow(&l->dl, &l->cap_dl, l->n_dl + 1, sizeof(*l->dl), 8) < 0)
+		return -ENOMEM;
+	e = &l->dl[l->n_dl];
+	memset(e, 0, sizeof(*e));
+	e->build_id = strdup(m->build_id);
+	e->module = strdup(m->path);
+	if (!e->build_id || !e->module) {
+		free(e->build_id);
+		free(e->module);
+		return -ENOMEM;
+	}
+	e->state = DL_QUEUED;
+	l->n_dl++;
+	return 0;
+}
+
+/* Queues the modules found since the last call, in any process of the
+ * tree, that have no debuginfo here. */
 static int queue_new_modules(struct sym_live *l)
 {
 	const struct proc_module *m;
-	struct dl_entry *e;
-	size_t n = proc_modules_count(l->mods);
+	size_t n = proc_modules_count(l->store);
+	int ret;
 
 	for (; l->mods_seen < n; l->mods_seen++) {
-		m = proc_modules_get(l->mods, (uint32_t)l->mods_seen + 1);
+		m = proc_modules_get(l->store, (uint32_t)l->mods_seen + 1);
 		if (!m || !m->build_id || m->fd < 0 || m->is_vdso || find_dl(l, m->build_id))
 			continue;
 		if (sym_debuginfo_local(m->file, m->open_path ? m->open_path : m->path, m->build_id))
 			continue;
-		if (cprof_grow(&l->dl, &l->cap_dl, l->n_dl + 1, sizeof(*l->dl), 8) < 0)
-			return -ENOMEM;
-		e = &l->dl[l->n_dl];
-		memset(e, 0, sizeof(*e));
-		e->build_id = strdup(m->build_id);
-		e->module = strdup(m->path);
-		if (!e->build_id || !e->module) {
-			free(e->build_id);
-			free(e->module);
-			return -ENOMEM;
-		}
-		e->state = DL_QUEUED;
-		l->n_dl++;
+		pthread_mutex_lock(&l->names_lock);
+		ret = queue_module(l, m);
+		pthread_mutex_unlock(&l->names_lock);
+		if (ret < 0)
+			return ret;
 	}
 	return 0;
 }
@@ -177,6 +223,8 @@ static void download(struct sym_live *l, struct dl_entry *e)
 	struct sym_fetch_ops ops = { .progress = on_progress, .arg = l };
 	uint64_t start = now_ns(), bound = l->o.debuginfod_timeout_ns, spent;
 	bool by_budget = false;
+	enum dl_state state;
+	char *path = NULL;
 	int ret;
 
 	if (l->budget_left_ns < bound) {
@@ -187,23 +235,29 @@ static void download(struct sym_live *l, struct dl_entry *e)
 	l->dl_module = e->module;
 	l->dl_done = l->dl_total = 0;
 	pthread_mutex_unlock(&l->lock);
-	ret = sym_fetch_debuginfo(e->build_id, start + bound, &ops, &e->path);
+	ret = sym_fetch_debuginfo(e->build_id, start + bound, &ops, &path);
 	pthread_mutex_lock(&l->lock);
 	l->dl_module = NULL;
+	if (!ret)
+		l->generation++;
 	pthread_mutex_unlock(&l->lock);
 	spent = now_ns() - start;
 	l->budget_left_ns -= spent < l->budget_left_ns ? spent : l->budget_left_ns;
 	e->err = ret;
 	if (!ret)
-		e->state = DL_FOUND;
+		state = DL_FOUND;
 	else if (ret == -ENOENT)
-		e->state = DL_NOT_FOUND;
+		state = DL_NOT_FOUND;
 	else if (ret == -ETIME)
-		e->state = by_budget ? DL_NO_BUDGET : DL_TIMED_OUT;
+		state = by_budget ? DL_NO_BUDGET : DL_TIMED_OUT;
 	else if (ret == -ECANCELED)
-		e->state = DL_STOPPED;
+		state = DL_STOPPED;
 	else
-		e->state = DL_FAILED;
+		state = DL_FAILED;
+	pthread_mutex_lock(&l->names_lock);
+	e->path = path;
+	e->state = state;
+	pthread_mutex_unlock(&l->names_lock);
 }
 
 /* The next queued lookup, if the run's budget allows one. */
@@ -215,7 +269,9 @@ static void download_next(struct sym_live *l)
 		if (l->dl[i].state != DL_QUEUED)
 			continue;
 		if (!l->budget_left_ns) {
+			pthread_mutex_lock(&l->names_lock);
 			l->dl[i].state = DL_NO_BUDGET;
+			pthread_mutex_unlock(&l->names_lock);
 			continue;
 		}
 		download(l, &l->dl[i]);
@@ -223,30 +279,147 @@ static void download_next(struct sym_live *l)
 	}
 }
 
-/*
- * One look at the target: its perf map and, when discover, its modules
- * (whose local debuginfo check may read files: never on the way out).
- * Out of memory ends the watch.
- */
-static int poll_once(struct sym_live *l, bool discover)
+/* Follows pid from now on (the caller holds names_lock). */
+static int follow(struct sym_live *l, pid_t pid)
 {
+	struct live_proc *p;
 	int ret;
 
-	if (execed(l)) {
-		sym_perfmap_reset(l->perfmap);
-		if (l->mods)
-			proc_modules_unmap_all(l->mods);
-	}
-	/* Without a perf map or downloads there is nothing to read the maps for. */
-	if (!l->mods && !sym_perfmap_exists(l->perfmap))
-		return 0;
-	if (proc_maps_read(l->o.pid, &l->maps) < 0)
-		return 0;	/* gone: what was learned stays */
-	ret = sym_perfmap_refresh(l->perfmap, &l->maps);
-	if (ret < 0 || !l->mods || !discover)
+	ret = cprof_grow(&l->procs, &l->cap_procs, l->n_procs + 1, sizeof(*l->procs), 8);
+	if (ret < 0)
 		return ret;
-	ret = proc_modules_update(l->mods, &l->maps);
-	return ret < 0 ? ret : queue_new_modules(l);
+	p = &l->procs[l->n_procs];
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	p->exec_fd = -1;
+	ret = sym_perfmap_create(&p->perfmap, pid);
+	if (ret < 0)
+		return ret;
+	if (l->store && l->n_procs)
+		ret = proc_modules_create_shared(&p->mods, pid, l->store);
+	else
+		p->mods = l->store;
+	if (ret < 0) {
+		sym_perfmap_destroy(p->perfmap);
+		return ret;
+	}
+	l->n_procs++;
+	return 0;
+}
+
+/* Whether pid is followed now (a pid reused after its process left is not). */
+static bool followed(const struct sym_live *l, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < l->n_procs; i++)
+		if (l->procs[i].pid == pid && !l->procs[i].gone)
+			return true;
+	return false;
+}
+
+/* Whether pid still runs cprof's own executable: record's child until it
+ * execs the command, whose modules are not the profile's. */
+static bool runs_cprof(pid_t pid)
+{
+	struct stat a, b;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	return stat(path, &a) == 0 && stat("/proc/self/exe", &b) == 0 && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/* Starts following the processes sym_live_add_process named. */
+static int follow_added(struct sym_live *l)
+{
+	pid_t pid;
+	int ret = 0;
+
+	pthread_mutex_lock(&l->lock);
+	while (l->n_added && ret == 0) {
+		pid = l->added[--l->n_added];
+		pthread_mutex_unlock(&l->lock);
+		if (!followed(l, pid)) {
+			pthread_mutex_lock(&l->names_lock);
+			ret = follow(l, pid);
+			pthread_mutex_unlock(&l->names_lock);
+		}
+		pthread_mutex_lock(&l->lock);
+	}
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+/* A process that left: what it holds open goes, what was learned stays. */
+static void let_go(struct live_proc *p)
+{
+	if (p->exec_fd >= 0)
+		close(p->exec_fd);
+	p->exec_fd = -1;
+	proc_maps_free(&p->maps);
+}
+
+/*
+ * One look at process p: its perf map and, when discover, its modules
+ * (whose local debuginfo check may read files: never on the way out).
+ * Returns 1 when names were learned, 0, or -ENOMEM.
+ */
+static int poll_proc(struct sym_live *l, struct live_proc *p, bool discover)
+{
+	size_t before;
+	int ret;
+
+	if (execed(p)) {
+		pthread_mutex_lock(&l->names_lock);
+		sym_perfmap_reset(p->perfmap);
+		pthread_mutex_unlock(&l->names_lock);
+		if (p->mods)
+			proc_modules_unmap_all(p->mods);
+		p->before_exec = false;
+	}
+	if (p->gone) {
+		let_go(p);
+		return 0;
+	}
+	if (p->before_exec && runs_cprof(p->pid))
+		return 0;
+	p->before_exec = false;
+	/* Without a perf map or downloads there is nothing to read the maps for. */
+	if (!p->mods && !sym_perfmap_exists(p->perfmap))
+		return 0;
+	if (proc_maps_read(p->pid, &p->maps) < 0)
+		return 0;	/* gone: what was learned stays */
+	pthread_mutex_lock(&l->names_lock);
+	before = sym_perfmap_entries(p->perfmap);
+	ret = sym_perfmap_refresh(p->perfmap, &p->maps);
+	if (ret == 0 && sym_perfmap_entries(p->perfmap) != before)
+		ret = 1;
+	pthread_mutex_unlock(&l->names_lock);
+	if (ret < 0 || !p->mods || !discover)
+		return ret;
+	if (proc_modules_update(p->mods, &p->maps) < 0)
+		return -ENOMEM;
+	return queue_new_modules(l) < 0 ? -ENOMEM : ret;
+}
+
+/* One look at every process followed.  Out of memory ends the watch. */
+static int poll_once(struct sym_live *l, bool discover)
+{
+	bool learned = false;
+	size_t i;
+	int ret;
+
+	ret = follow_added(l);
+	for (i = 0; i < l->n_procs && ret >= 0; i++) {
+		if (l->procs[i].gone)
+			continue;
+		ret = poll_proc(l, &l->procs[i], discover);
+		learned |= ret > 0;
+	}
+	if (learned)
+		bump_generation(l);
+	return ret < 0 ? ret : 0;
 }
 
 static void *live_main(void *arg)
@@ -258,7 +431,7 @@ static void *live_main(void *arg)
 	while (!stop) {
 		if (poll_once(l, true) < 0)
 			break;
-		if (l->mods && !stop_asked(l))
+		if (l->store && !stop_asked(l))
 			download_next(l);
 		clock_gettime(CLOCK_MONOTONIC, &until);
 		until.tv_nsec += (long)POLL_NS;
@@ -275,6 +448,29 @@ static void *live_main(void *arg)
 	return NULL;
 }
 
+/* Frees what l holds but the thread's synchronization. */
+static void free_state(struct sym_live *l)
+{
+	size_t i;
+
+	for (i = 0; i < l->n_procs; i++) {
+		let_go(&l->procs[i]);
+		/* the shared tables go before the store they live in */
+		if (i)
+			proc_modules_destroy(l->procs[i].mods);
+		sym_perfmap_destroy(l->procs[i].perfmap);
+	}
+	free(l->procs);
+	proc_modules_destroy(l->store);
+	for (i = 0; i < l->n_dl; i++) {
+		free(l->dl[i].build_id);
+		free(l->dl[i].module);
+		free(l->dl[i].path);
+	}
+	free(l->dl);
+	free(l->added);
+}
+
 int sym_live_start(struct sym_live **out, const struct sym_live_opts *o)
 {
 	pthread_condattr_t ca;
@@ -286,17 +482,18 @@ int sym_live_start(struct sym_live **out, const struct sym_live_opts *o)
 	if (!l)
 		return -ENOMEM;
 	l->o = *o;
-	l->exec_fd = -1;
 	l->budget_left_ns = o->debuginfod_budget_ns;
-	ret = sym_perfmap_create(&l->perfmap, o->pid);
+	if (o->debuginfod && sym_fetch_configured()) {
+		ret = proc_modules_create(&l->store, o->pid);
+		if (ret < 0)
+			goto free_live;
+	}
+	ret = follow(l, o->pid);
 	if (ret < 0)
 		goto free_live;
-	if (o->debuginfod && sym_fetch_configured()) {
-		ret = proc_modules_create(&l->mods, o->pid);
-		if (ret < 0)
-			goto free_perfmap;
-	}
+	l->procs[0].before_exec = o->from_exec;
 	pthread_mutex_init(&l->lock, NULL);
+	pthread_mutex_init(&l->names_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&l->wake, &ca);
@@ -317,13 +514,39 @@ int sym_live_start(struct sym_live **out, const struct sym_live_opts *o)
 
 destroy_sync:
 	pthread_cond_destroy(&l->wake);
+	pthread_mutex_destroy(&l->names_lock);
 	pthread_mutex_destroy(&l->lock);
-	proc_modules_destroy(l->mods);
-free_perfmap:
-	sym_perfmap_destroy(l->perfmap);
 free_live:
+	free_state(l);
 	free(l);
 	return ret;
+}
+
+int sym_live_add_process(struct sym_live *l, pid_t pid)
+{
+	int ret = 0;
+
+	if (!l)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	if (l->running)
+		ret = cprof_grow(&l->added, &l->cap_added, l->n_added + 1, sizeof(*l->added), 8);
+	if (l->running && ret == 0)
+		l->added[l->n_added++] = pid;
+	pthread_mutex_unlock(&l->lock);
+	return ret;
+}
+
+uint64_t sym_live_generation(struct sym_live *l)
+{
+	uint64_t g;
+
+	if (!l)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	g = l->generation;
+	pthread_mutex_unlock(&l->lock);
+	return g;
 }
 
 void sym_live_stop(struct sym_live *l)
@@ -335,18 +558,18 @@ void sym_live_stop(struct sym_live *l)
 		return;
 	pthread_mutex_lock(&l->lock);
 	l->stop = true;
+	l->running = false;	/* no process is added from now on */
 	pthread_cond_signal(&l->wake);
 	pthread_mutex_unlock(&l->lock);
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += STOP_WAIT_S;
-	l->running = false;
 	if (pthread_timedjoin_np(l->thread, NULL, &until) != 0) {
 		/* The profile is not to wait: what the thread holds stays its own. */
 		pthread_detach(l->thread);
 		l->abandoned = true;
 		return;
 	}
-	/* what the runtime wrote since the last poll; no new downloads */
+	/* what the runtimes wrote since the last poll; no new downloads */
 	poll_once(l, false);
 	for (i = 0; i < l->n_dl; i++)
 		if (l->dl[i].state == DL_QUEUED)
@@ -355,42 +578,53 @@ void sym_live_stop(struct sym_live *l)
 
 void sym_live_destroy(struct sym_live *l)
 {
-	size_t i;
-
 	if (!l)
 		return;
 	sym_live_stop(l);
 	if (l->abandoned)
 		return;		/* still in use by its thread, until the process exits */
-	if (l->exec_fd >= 0)
-		close(l->exec_fd);
-	for (i = 0; i < l->n_dl; i++) {
-		free(l->dl[i].build_id);
-		free(l->dl[i].module);
-		free(l->dl[i].path);
-	}
-	free(l->dl);
-	proc_modules_destroy(l->mods);
-	proc_maps_free(&l->maps);
-	sym_perfmap_destroy(l->perfmap);
+	free_state(l);
 	pthread_cond_destroy(&l->wake);
+	pthread_mutex_destroy(&l->names_lock);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 }
 
+/* The name of JIT code at addr from the perf map of the process whose
+ * anonymous code holds it. */
+static bool jit_name(void *arg, uint64_t addr, char *buf, size_t len)
+{
+	struct sym_live *l = arg;
+	bool found = false;
+	size_t i;
+
+	pthread_mutex_lock(&l->names_lock);
+	for (i = 0; i < l->n_procs && !found; i++)
+		found = sym_perfmap_name(l->procs[i].perfmap, addr, buf, len);
+	pthread_mutex_unlock(&l->names_lock);
+	return found;
+}
+
+/* A downloaded file's path: it stays until l is destroyed. */
 static const char *downloaded(void *arg, const char *build_id)
 {
-	const struct dl_entry *e = find_dl(arg, build_id);
+	struct sym_live *l = arg;
+	const struct dl_entry *e;
+	const char *path;
 
-	return e && e->state == DL_FOUND ? e->path : NULL;
+	pthread_mutex_lock(&l->names_lock);
+	e = find_dl(l, build_id);
+	path = e && e->state == DL_FOUND ? e->path : NULL;
+	pthread_mutex_unlock(&l->names_lock);
+	return path;
 }
 
 void sym_live_apply(struct sym_live *l, struct sym_ctx *ctx)
 {
 	if (!l || l->abandoned)
 		return;
-	sym_use_perfmap(ctx, l->perfmap);
-	if (l->n_dl)
+	sym_use_jit_names(ctx, jit_name, l);
+	if (l->store)
 		sym_use_debuginfo(ctx, downloaded, l);
 }
 

@@ -301,3 +301,18 @@ const char *sym_perfmap_lookup(struct sym_perfmap *pm, uint64_t addr)
 	}
 	return best ? best->name : NULL;
 }
+
+bool sym_perfmap_name(void *pm, uint64_t addr, char *buf, size_t len)
+{
+	const char *name = sym_perfmap_lookup(pm, addr);
+
+	if (!name)
+		return false;
+	snprintf(buf, len, "%s", name);
+	return true;
+}
+
+size_t sym_perfmap_entries(const struct sym_perfmap *pm)
+{
+	return pm->n;
+}

@@ -43,6 +43,9 @@ bool sym_perfmap_exists(struct sym_perfmap *pm);
 ssize_t sym_perfmap_parse(struct sym_perfmap *pm, char *text, size_t len);
 int sym_perfmap_note_code(struct sym_perfmap *pm, const struct proc_maps *maps);
 
+/* How many entries were read (none since the last reset: 0). */
+size_t sym_perfmap_entries(const struct sym_perfmap *pm);
+
 /* Forgets entries and mappings: the target exec'd, its code is gone. */
 void sym_perfmap_reset(struct sym_perfmap *pm);
 
@@ -53,5 +56,9 @@ void sym_perfmap_reset(struct sym_perfmap *pm);
  * Not to be called while another thread refreshes pm.
  */
 const char *sym_perfmap_lookup(struct sym_perfmap *pm, uint64_t addr);
+
+/* The same, copied into buf (len bytes, cut if longer): false when none.
+ * In the form sym_use_jit_names takes, pm a struct sym_perfmap. */
+bool sym_perfmap_name(void *pm, uint64_t addr, char *buf, size_t len);
 
 #endif

@@ -50,7 +50,9 @@ struct cache_entry {
 
 struct sym_ctx {
 	const struct proc_modules *t;
-	struct sym_perfmap *perfmap;	/* names of code outside modules; NULL: none */
+	/* names of code outside modules (a perf map's); NULL: none */
+	bool (*jit_name)(void *arg, uint64_t addr, char *buf, size_t len);
+	void *jit_arg;
 	/* debug files found beyond this machine (downloads); NULL: none */
 	const char *(*debuginfo)(void *arg, const char *build_id);
 	void *debuginfo_arg;

@@ -221,7 +221,14 @@ static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mo
 
 void sym_use_perfmap(struct sym_ctx *ctx, struct sym_perfmap *pm)
 {
-	ctx->perfmap = pm;
+	sym_use_jit_names(ctx, pm ? sym_perfmap_name : NULL, pm);
+}
+
+void sym_use_jit_names(struct sym_ctx *ctx,
+		       bool (*fn)(void *arg, uint64_t addr, char *buf, size_t len), void *arg)
+{
+	ctx->jit_name = fn;
+	ctx->jit_arg = arg;
 }
 
 void sym_use_debuginfo(struct sym_ctx *ctx, const char *(*fn)(void *arg, const char *build_id),
@@ -238,11 +245,11 @@ static int lookup_jit(struct sym_ctx *ctx, uint64_t addr, const struct sym_frame
 	struct cache_key key = { .build_id = NULL, .mod_id = 0, .vaddr = addr };
 	struct sym_frame *f;
 	struct cache_entry *e;
-	const char *name;
+	char name[SYM_JIT_NAME_MAX];
 	uint32_t ref, hash;
 	int ret;
 
-	if (!ctx->perfmap)
+	if (!ctx->jit_name)
 		return 0;
 	ref = cache_index_find(&ctx->cache_index, ctx, &key, &hash);
 	if (ref) {
@@ -250,9 +257,8 @@ static int lookup_jit(struct sym_ctx *ctx, uint64_t addr, const struct sym_frame
 		*n = ctx->cache[ref - 1].n;
 		return 0;
 	}
-	name = sym_perfmap_lookup(ctx->perfmap, addr);
 	f = NULL;
-	if (name) {
+	if (ctx->jit_name(ctx->jit_arg, addr, name, sizeof(name))) {
 		f = sym_arena_alloc(ctx, sizeof(*f));
 		if (!f)
 			return -ENOMEM;

@@ -40,6 +40,19 @@ struct sym_perfmap;
  */
 void sym_use_perfmap(struct sym_ctx *ctx, struct sym_perfmap *pm);
 
+/* Longest JIT name kept (longer ones are cut), terminator included. */
+#define SYM_JIT_NAME_MAX 1024
+
+/*
+ * The same from any source: fn(arg, addr, buf, len) writes the name of the
+ * code at addr into buf (len bytes, terminated) and returns true, or
+ * returns false.  fn may take its own locks (its names may be learned on
+ * another thread while ctx is used); it is called once per address, whose
+ * answer ctx keeps.  fn NULL: no such names.
+ */
+void sym_use_jit_names(struct sym_ctx *ctx,
+		       bool (*fn)(void *arg, uint64_t addr, char *buf, size_t len), void *arg);
+
 /*
  * Separate debug files from beyond this machine: fn(arg, build_id) returns
  * the path of the one for build_id (lowercase hex) or NULL.  Asked only when
