@@ -33,6 +33,7 @@ static void serve_usage(FILE *f)
 		"usage: cprof serve -p PID [--listen ADDR:PORT] [--max-seconds N] [-F HZ]\n"
 		"                   [--stop thread|process] [--source auto|perf|ptrace]\n"
 		"                   [--stack-size BYTES] [--kernel on|off]\n"
+		"                   [--debuginfod-timeout D] [--no-debuginfod]\n"
 		"                   [--max-connections N] [--timeout SECONDS] [-q]\n"
 		"\n"
 		"Serves the running process PID's profiles over HTTP at the paths of Go's\n"
@@ -56,6 +57,10 @@ static void serve_usage(FILE *f)
 		"                         its frames, where permitted\n"
 		"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k;\n"
 		"                         16k for perf samples unless given, at most 65528)\n"
+		"      --debuginfod-timeout D\n"
+		"                         bound of one debuginfo download from DEBUGINFOD_URLS\n"
+		"                         (default 5s; a session's downloads get six times that)\n"
+		"      --no-debuginfod    download no debuginfo, even with DEBUGINFOD_URLS set\n"
 		"      --max-connections N\n"
 		"                         connections served at once (default %d)\n"
 		"      --timeout SECONDS  close connections idle that long, slow request headers\n"
@@ -235,6 +240,8 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 		CLI_OPTION_CALLBACK(0, "source", &c->a, cli_session_opt_source),
 		CLI_OPTION_CALLBACK(0, "kernel", &c->a, cli_session_opt_kernel),
 		CLI_OPTION_CALLBACK(0, "stack-size", &c->a, cli_session_opt_stack_size),
+		CLI_OPTION_CALLBACK(0, "debuginfod-timeout", &c->a, cli_session_opt_debuginfod_timeout),
+		CLI_OPTION_BOOL(0, "no-debuginfod", &c->a.no_debuginfod),
 		CLI_OPTION_BOOL('q', "quiet", &c->quiet),
 		CLI_OPTION_END,
 	};
@@ -369,6 +376,8 @@ int cmd_serve(int argc, char **argv)
 		.stop = c.a.stop,
 		.source = c.a.source,
 		.kernel_frames = cli_kernel_setup(&c.a, SAMPLER_CPU, c.quiet),
+		.debuginfod = !c.a.no_debuginfod,
+		.debuginfod_timeout_ns = c.a.debuginfod_timeout_ns,
 		.build = serve_http_build,
 		.done = serve_http_done,
 		.session_end = serve_http_session_end,

@@ -14,6 +14,7 @@
 #include "lib/clock.h"
 #include "lib/grow.h"
 #include "profile/output.h"
+#include "session/session.h"
 #include "symbolize/live.h"
 
 static int label_of(uint32_t key, pid_t *tid, const char **name, void *arg)
@@ -25,9 +26,6 @@ static int process_label_of(uint32_t key, pid_t *pid, const char **name, void *a
 {
 	return sampler_process_label(arg, key, pid, name);
 }
-
-/* Lookups the run's debuginfod budget allows at the full --debuginfod-timeout. */
-#define DEBUGINFOD_BUDGET_LOOKUPS 6
 
 static const enum prof_format formats[] = {
 	[CLI_FORMAT_PPROF] = PROF_FORMAT_PPROF,
@@ -240,54 +238,47 @@ int cli_session_run(const struct cli_session *args, pid_t pid, const char *what,
 		    void (*after_attach)(void *), void *arg, struct sampler_stats *final)
 {
 	struct cli_session run = *args, *a = &run;
-	struct sampler_opts so = {
-		.pid = pid,
-		.hz = a->hz,
-		.duration_ns = a->duration_ns,
-		.stack_size = a->stack_size,
-		.perf_stack_size = a->stack_size_given ? a->stack_size : 0,
-		.mode = a->mode,
-		.stop = a->stop,
-		.source = a->source,
-		.tracer_flags = a->tracer_flags | (a->sched == CLI_SCHED_NORMAL ? 0 : TRACER_RT) |
-				(a->sched == CLI_SCHED_AUTO ? TRACER_RT_ADAPT : 0),
-		.after_attach = after_attach,
-		.after_attach_arg = arg,
-		/* record: its child is a copy of cprof until it execs */
-		.from_exec = after_attach != NULL,
-	};
-	struct sym_live_opts lo = {
-		.pid = pid,
+	struct sess_opts o = {
+		.sampler = {
+			.pid = pid,
+			.hz = a->hz,
+			.duration_ns = a->duration_ns,
+			.stack_size = a->stack_size,
+			.perf_stack_size = a->stack_size_given ? a->stack_size : 0,
+			.mode = a->mode,
+			.stop = a->stop,
+			.source = a->source,
+			.tracer_flags = a->tracer_flags |
+					(a->sched == CLI_SCHED_NORMAL ? 0 : TRACER_RT) |
+					(a->sched == CLI_SCHED_AUTO ? TRACER_RT_ADAPT : 0),
+			.after_attach = after_attach,
+			.after_attach_arg = arg,
+			/* record: its child is a copy of cprof until it execs */
+			.from_exec = after_attach != NULL,
+		},
 		.debuginfod = !a->no_debuginfod,
 		.debuginfod_timeout_ns = a->debuginfod_timeout_ns,
-		.debuginfod_budget_ns = DEBUGINFOD_BUDGET_LOOKUPS * a->debuginfod_timeout_ns,
 	};
 	struct progress pr = { .duration_ns = a->duration_ns };
-	struct sym_live *live = NULL;
-	struct sampler *s = NULL;
+	struct sess *sess = NULL;
 	int code, ret;
 
-	so.kernel_frames = cli_kernel_setup(a, a->mode, a->quiet);
+	o.sampler.kernel_frames = cli_kernel_setup(a, a->mode, a->quiet);
 	/* a status line is for a person watching; logs and pipes get the summary alone */
 	if (!a->quiet && isatty(STDERR_FILENO)) {
-		so.progress = session_progress_update;
-		so.progress_arg = &pr;
+		o.sampler.progress = session_progress_update;
+		o.sampler.progress_arg = &pr;
 	}
-	ret = sampler_create(&s, &so);
+	ret = sess_create(&sess, &o);
 	if (ret < 0) {
 		cli_error("cannot set up sampling of pid %d: %s", (int)pid, strerror(-ret));
 		cli_kernel_done(a);
 		return CPROF_EXIT_FATAL;
 	}
-	/* Perf maps (and downloads) are followed on a thread of their own;
-	 * without it the profile only lacks JIT names. */
-	if (sym_live_start(&live, &lo) < 0)
-		live = NULL;
-	pr.live = live;
-	ret = sampler_session(s);
-	code = finish_session(a, pid, what, s, ret, live, &pr, final);
-	sym_live_destroy(live);
-	sampler_destroy(s);
+	pr.live = sess_live(sess);
+	ret = sess_run(sess);
+	code = finish_session(a, pid, what, sess_sampler(sess), ret, sess_live(sess), &pr, final);
+	sess_destroy(sess);
 	cli_kernel_done(a);
 	return code;
 }

@@ -10,16 +10,17 @@
 #include <time.h>
 
 #include "serve/hub.h"
+#include "session/session.h"
 #include "unwind/tracer.h"
 
 #define NS 1000000000ull
 
 /*
- * Who touches what: pending, n_open, s, running, mode, dumping, shutdown,
- * live, past and the counters under mu.  active, sym and the windows'
- * private fields belong to the session thread while a session runs, and to
- * the runner thread before and after it (sampler_session's thread creation
- * and join order the two).
+ * Who touches what: pending, n_open, sess, running, mode, dumping, shutdown,
+ * live, past and the counters under mu.  active and the windows' private
+ * fields belong to the session thread while a session runs, and to the
+ * runner thread before and after it (sampler_session's thread creation and
+ * join order the two).
  */
 struct hub {
 	struct hub_opts o;
@@ -28,9 +29,7 @@ struct hub {
 	struct hub_window *pending;	/* opened, not receiving samples yet */
 	struct hub_window *active;	/* receiving samples, or ended and not built */
 	unsigned n_open;
-	struct sampler *s;		/* the running session's */
-	struct sym_ctx *sym;		/* the session's symbolizer, made on first need */
-	bool sym_tried;
+	struct sess *sess;		/* the running session */
 	pthread_t runner;
 	bool runner_joinable;
 	bool running;			/* the runner thread lives */
@@ -169,19 +168,10 @@ static int window_end(struct hub_window *w, const struct sampler_stats *st)
 	return 0;
 }
 
-static struct sym_ctx *session_sym(struct hub *h, struct sampler *s)
-{
-	if (!h->sym_tried) {
-		h->sym_tried = true;
-		if (sym_create(&h->sym, sampler_modules(s), 0) < 0)
-			h->sym = NULL;
-	}
-	return h->sym;
-}
-
 /* Builds w (which has ended) unless its client left. */
-static void window_build(struct hub *h, struct sampler *s, struct hub_window *w)
+static void window_build(struct hub *h, struct sess *sess, struct hub_window *w)
 {
+	const struct sampler *s = sess_sampler(sess);
 	struct sampler_stats *d;
 	struct hub_profile p;
 
@@ -198,7 +188,7 @@ static void window_build(struct hub *h, struct sampler *s, struct hub_window *w)
 		.sampler = s,
 		.stacks = w->stacks,
 		.mods = sampler_modules(s),
-		.sym = session_sym(h, s),
+		.sym = sess_symbolizer(sess),
 		.stats = d,
 	};
 	w->err = h->o.build(w, &p, h->o.arg);
@@ -254,7 +244,7 @@ static void on_attached(void *arg)
 {
 	struct hub *h = arg;
 
-	activate_pending(h, sampler_get_stats(h->s));
+	activate_pending(h, sampler_get_stats(sess_sampler(h->sess)));
 }
 
 static void on_sample(uint32_t thread, const struct prof_frame *frames, size_t n,
@@ -300,7 +290,7 @@ static void on_progress(const struct sampler_stats *st, void *arg)
 		}
 	}
 	if (!open) {
-		sampler_stop(h->s);
+		sess_stop(h->sess);
 		return;
 	}
 	for (pp = &h->active; (w = *pp);) {
@@ -309,7 +299,7 @@ static void on_progress(const struct sampler_stats *st, void *arg)
 			continue;
 		}
 		*pp = w->next;
-		window_build(h, h->s, w);
+		window_build(h, h->sess, w);
 		w->next = finished;
 		finished = w;
 	}
@@ -323,41 +313,45 @@ static void on_progress(const struct sampler_stats *st, void *arg)
 /* ---- the runner thread ---------------------------------------------------- */
 
 /* Runs one sampling session into *final.  Returns its result; *sp is the
- * sampler (NULL if none could be made), for the caller to destroy. */
-static int sample_session(struct hub *h, enum sampler_mode mode, struct sampler **sp,
+ * session (NULL if none could be made), for the caller to destroy. */
+static int sample_session(struct hub *h, enum sampler_mode mode, struct sess **sp,
 			  struct sampler_stats *final)
 {
-	struct sampler_opts so = {
-		.pid = h->o.pid,
-		.hz = h->o.hz,
-		.stack_size = h->o.stack_size,
-		.perf_stack_size = h->o.perf_stack_size,
-		.mode = mode,
-		.stop = h->o.stop,
-		.source = h->o.source,
-		.kernel_frames = h->o.kernel_frames && mode == SAMPLER_CPU,
-		.after_attach = on_attached,
-		.after_attach_arg = h,
-		.progress = on_progress,
-		.progress_arg = h,
-		.sink = on_sample,
-		.sink_arg = h,
+	struct sess_opts o = {
+		.sampler = {
+			.pid = h->o.pid,
+			.hz = h->o.hz,
+			.stack_size = h->o.stack_size,
+			.perf_stack_size = h->o.perf_stack_size,
+			.mode = mode,
+			.stop = h->o.stop,
+			.source = h->o.source,
+			.kernel_frames = h->o.kernel_frames && mode == SAMPLER_CPU,
+			.after_attach = on_attached,
+			.after_attach_arg = h,
+			.progress = on_progress,
+			.progress_arg = h,
+			.sink = on_sample,
+			.sink_arg = h,
+		},
+		.debuginfod = h->o.debuginfod,
+		.debuginfod_timeout_ns = h->o.debuginfod_timeout_ns,
 	};
 	int ret;
 
 	*sp = NULL;
 	if (!final)
 		return -ENOMEM;
-	ret = sampler_create(sp, &so);
+	ret = sess_create(sp, &o);
 	if (ret < 0)
 		return ret;
 	pthread_mutex_lock(&h->mu);
-	h->s = *sp;
+	h->sess = *sp;
 	if (h->shutdown)
-		sampler_stop(*sp);
+		sess_stop(*sp);
 	pthread_mutex_unlock(&h->mu);
-	ret = sampler_session(*sp);
-	*final = *sampler_get_stats(*sp);
+	ret = sess_run(*sp);
+	*final = *sampler_get_stats(sess_sampler(*sp));
 	return ret;
 }
 
@@ -373,7 +367,7 @@ static struct hub_window *take_ending_windows(struct hub *h, const struct sample
 	bool keep_pending;
 
 	pthread_mutex_lock(&h->mu);
-	h->s = NULL;
+	h->sess = NULL;
 	memset(&h->live, 0, sizeof(h->live));
 	if (final) {
 		stats_add(&h->past, final);
@@ -399,13 +393,13 @@ static struct hub_window *take_ending_windows(struct hub *h, const struct sample
 }
 
 /* Closes window w at the end of the session that final describes. */
-static void end_window(struct hub *h, struct sampler *s, struct hub_window *w,
+static void end_window(struct hub *h, struct sess *sess, struct hub_window *w,
 		       const struct sampler_stats *final, int ret)
 {
 	if (!final || !final->attached) {
 		/* Nothing was sampled: the window says why. */
 		w->err = ret < 0 ? ret : -EIO;
-		w->attach_failed = s != NULL;
+		w->attach_failed = sess != NULL;
 		return;
 	}
 	if (!w->active) {
@@ -428,25 +422,21 @@ static void end_window(struct hub *h, struct sampler *s, struct hub_window *w,
 	}
 	if (!w->client_gone && client_gone(w))
 		w->client_gone = true;
-	window_build(h, s, w);
+	window_build(h, sess, w);
 }
 
 static void run_session(struct hub *h, enum sampler_mode mode)
 {
 	struct sampler_stats *final = calloc(1, sizeof(*final));
 	struct hub_window *w, *list;
-	struct sampler *s;
+	struct sess *sess;
 	int ret;
 
-	ret = sample_session(h, mode, &s, final);
+	ret = sample_session(h, mode, &sess, final);
 	/* Every window left ends now: the active ones, then the late ones. */
 	list = take_ending_windows(h, final, ret);
 	for (w = list; w; w = w->next)
-		end_window(h, s, w, final, ret);
-	if (h->sym)
-		sym_destroy(h->sym);
-	h->sym = NULL;
-	h->sym_tried = false;
+		end_window(h, sess, w, final, ret);
 	if (h->o.session_end)
 		h->o.session_end(final ? final : &h->live, ret, h->o.arg);
 	while (list) {
@@ -454,7 +444,7 @@ static void run_session(struct hub *h, enum sampler_mode mode)
 		list = w->next;
 		window_done(h, w);
 	}
-	sampler_destroy(s);
+	sess_destroy(sess);
 	free(final);
 }
 
@@ -613,9 +603,9 @@ void hub_totals(struct hub *h, struct hub_totals *t)
 	pthread_mutex_lock(&h->mu);
 	*t = h->counts;
 	t->sum = h->past;
-	if (h->s)
+	if (h->sess)
 		stats_add(&t->sum, &h->live);
-	t->sampling = h->s != NULL;
+	t->sampling = h->sess != NULL;
 	t->mode = h->mode;
 	t->open_windows = h->n_open;
 	pthread_mutex_unlock(&h->mu);
@@ -625,8 +615,8 @@ void hub_shutdown(struct hub *h)
 {
 	pthread_mutex_lock(&h->mu);
 	h->shutdown = true;
-	if (h->s)
-		sampler_stop(h->s);
+	if (h->sess)
+		sess_stop(h->sess);
 	pthread_cond_broadcast(&h->cond);
 	while (h->running || h->dumping)
 		pthread_cond_wait(&h->cond, &h->mu);

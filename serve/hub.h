@@ -3,7 +3,8 @@
  * Profile windows over one sampling session, for cprof serve.
  *
  * Any number of windows may be open at once.  While at least one is, one
- * session (one tracer) samples the target and hands every sample to each
+ * session (session/session.h: one tracer, the perf maps and debuginfo
+ * followed as for attach) samples the target and hands every sample to each
  * open window; when the last one ends, the session ends and the target is
  * let go, so between requests it is not traced at all.  A session has one
  * mode: a window of the other mode, or a thread dump, is refused with
@@ -71,6 +72,8 @@ struct hub_opts {
 	enum sampler_stop stop;
 	enum sampler_source source;
 	bool kernel_frames;	/* sampler_opts.kernel_frames (CPU profiles) */
+	bool debuginfod;		/* sess_opts.debuginfod */
+	uint64_t debuginfod_timeout_ns;
 	/* Builds w's result from p (stores it through w->user).  Returns 0 or
 	 * -errno, which lands in w->err. */
 	int (*build)(struct hub_window *w, const struct hub_profile *p, void *arg);
