@@ -386,6 +386,15 @@ static void format_finish(char *buf, size_t size, const struct session_end *end)
 		 end->modules_cut ? " (--write-timeout cut symbolizing short)" : "");
 }
 
+/* Why the samples carry no kernel frame, or NULL when they do: asked for
+ * and permitted, they still need the perf source (auto may use stops). */
+static const char *kernel_refusal(const struct cli_session *a, const struct sampler_stats *st)
+{
+	if (a->kallsyms && !st->perf_threads)
+		return "the samples were taken at stops, where no kernel stack can be read";
+	return a->kallsyms ? NULL : a->kernel_why;
+}
+
 static void print_summary(const struct cli_session *a, const struct sampler_stats *st,
 			  const struct session_end *end)
 {
@@ -412,7 +421,7 @@ static void print_summary(const struct cli_session *a, const struct sampler_stat
 			 (double)tracer_signal_percentile(t, 50) / 1e3,
 			 (double)tracer_signal_percentile(t, 99) / 1e3);
 
-	if (a->kallsyms)
+	if (!kernel_refusal(a, st))
 		snprintf(kernel, sizeof(kernel), " (%.1f%% of the time in the kernel)",
 			 st->value_ns ? 100.0 * (double)st->kernel_ns / (double)st->value_ns : 0);
 	format_incomplete(incomplete, sizeof(incomplete), st);
@@ -488,16 +497,18 @@ static void print_json_finish(const struct session_end *end)
 /* "kernel": whether samples carry kernel frames, and the time in the kernel. */
 static void print_json_kernel(const struct cli_session *a, const struct sampler_stats *st)
 {
+	const char *no = kernel_refusal(a, st);
+
 	printf(", \"kernel\": {\"frames\": %s, \"samples\": %llu, \"value_ns\": %llu, "
-	       "\"share\": ", a->kallsyms ? "true" : "false",
+	       "\"share\": ", no ? "false" : "true",
 	       (unsigned long long)st->kernel_samples, (unsigned long long)st->kernel_ns);
-	if (a->kallsyms)
+	if (!no)
 		printf("%.4f", st->value_ns ? (double)st->kernel_ns / (double)st->value_ns : 0);
 	else
 		fputs("null", stdout);
 	fputs(", \"refused\": ", stdout);
-	if (a->kernel_why)
-		cli_json_string(stdout, a->kernel_why);
+	if (no)
+		cli_json_string(stdout, no);
 	else
 		fputs("null", stdout);
 	fputs("}", stdout);
