@@ -24,7 +24,8 @@ static void top_usage(FILE *f)
 		"usage: cprof top -p PID [-b] [--json] [-d DURATION] [-o FILE] [-F HZ]\n"
 		"                 [--mode cpu|wall] [--children] [--stop thread|process]\n"
 		"                 [--source auto|perf|ptrace] [--stack-size BYTES]\n"
-		"                 [--sched auto|rt|normal]\n"
+		"                 [--sched auto|rt|normal] [--debuginfod-timeout D]\n"
+		"                 [--no-debuginfod]\n"
 		"\n"
 		"Shows, redrawn every second, the functions the running process PID spends its\n"
 		"time in, as top shows processes.  Keys: q quit, s sort (flat or cumulative),\n"
@@ -41,8 +42,8 @@ static void top_usage(FILE *f)
 		"  -F, --frequency HZ     samples per second per thread, 1..1000 (default 100)\n"
 		"      --mode cpu|wall    cpu (default): running threads, by CPU time; wall:\n"
 		"                         every thread, by wall time\n"
-		"      --stop, --source, --stack-size, --sched\n"
-		"                         as for cprof attach (see cprof-attach(1))\n"
+		"      --stop, --source, --stack-size, --sched, --debuginfod-timeout,\n"
+		"      --no-debuginfod    as for cprof attach (see cprof-attach(1))\n"
 		"  -h, --help             this help\n");
 }
 
@@ -456,6 +457,8 @@ static int parse(struct top *t, int argc, char **argv)
 		CLI_OPTION_CALLBACK(0, "source", &t->a, cli_session_opt_source),
 		CLI_OPTION_CALLBACK(0, "stack-size", &t->a, cli_session_opt_stack_size),
 		CLI_OPTION_CALLBACK(0, "sched", &t->a, cli_session_opt_sched),
+		CLI_OPTION_CALLBACK(0, "debuginfod-timeout", &t->a, cli_session_opt_debuginfod_timeout),
+		CLI_OPTION_BOOL(0, "no-debuginfod", &t->a.no_debuginfod),
 		CLI_OPTION_END,
 	};
 	const char *output;

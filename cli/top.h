@@ -39,6 +39,8 @@ struct top_label {
  * thread may use them while the session runs (sampler.h keeps the table
  * itself, which grows, to the session thread).
  */
+struct sess;
+
 struct top_interval {
 	struct prof_stacks *stacks;
 	const struct proc_module **mods;
@@ -47,6 +49,7 @@ struct top_interval {
 	size_t n_labels;
 	struct sampler_stats st;	/* the session's, at the cut */
 	unsigned segment;		/* which session: each resume starts one */
+	struct sess *sess;		/* that session (perf maps, downloads): the feed's */
 	bool last;			/* the session's final cut */
 	struct top_interval *next;
 };

@@ -11,6 +11,7 @@
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
+#include "session/session.h"
 #include "symbolize/symbolize.h"
 
 /* A function, or a function's line (is_line), with its values: [0] flat,
@@ -57,6 +58,7 @@ struct top_model {
 	struct cprof_htab pair_index;
 	struct sym_ctx *sym;
 	unsigned sym_segment;
+	uint64_t sym_generation;	/* the session's live generation at sym's making */
 	bool sym_tried;
 	int64_t value_last, value_total;
 	uint64_t samples_last, samples_total;
@@ -342,17 +344,24 @@ static void clear_last(struct top_model *m)
 
 int top_model_add(struct top_model *m, const struct top_interval *iv, bool as_last)
 {
+	uint64_t generation;
 	int ret;
 
-	if (!m->sym_tried || m->sym_segment != iv->segment) {
-		/* A new session numbers its modules anew. */
+	generation = sym_live_generation(sess_live(iv->sess));
+	if (!m->sym_tried || m->sym_segment != iv->segment || m->sym_generation != generation) {
+		/* A new session numbers its modules anew; a symbolizer made
+		 * before the session learned JIT names or a download has
+		 * cached their absence. */
 		sym_destroy(m->sym);
 		m->sym = NULL;
 		/* the table pointer is only kept by the symbolizer, never read */
 		if (sym_create(&m->sym, NULL, 0) < 0)
 			m->sym = NULL;
+		else
+			sess_apply_symbols(iv->sess, m->sym);
 		m->sym_tried = true;
 		m->sym_segment = iv->segment;
+		m->sym_generation = generation;
 	}
 	if (as_last)
 		clear_last(m);

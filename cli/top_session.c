@@ -15,11 +15,12 @@
 #include "lib/grow.h"
 #include "profile/export.h"
 #include "profile/profile.h"
+#include "session/session.h"
 #include "symbolize/symbolize.h"
 
 /* One sampling session: top runs one, and one more after each pause. */
 struct segment {
-	struct sampler *s;
+	struct sess *sess;	/* the sampler, perf maps and downloads */
 	struct prof_stacks *whole;	/* every sample, for -o; NULL without -o */
 	struct sampler_stats final;
 	bool ended;
@@ -115,13 +116,14 @@ static int snapshot_names(struct top_interval *iv, const struct sampler *s)
  * on the runner once the session has ended.  On -ENOMEM the interval is
  * lost, and the view shows the next one.
  */
-static void cut(struct top_feed *f, const struct sampler *s, const struct sampler_stats *st,
+static void cut(struct top_feed *f, struct sess *sess, const struct sampler_stats *st,
 		bool last)
 {
 	struct top_interval *iv = calloc(1, sizeof(*iv));
 
-	if (iv && f->cur && snapshot_names(iv, s) == 0) {
+	if (iv && f->cur && snapshot_names(iv, sess_sampler(sess)) == 0) {
 		iv->stacks = f->cur;
+		iv->sess = sess;
 		iv->st = *st;
 		iv->segment = (unsigned)(f->n_segs - 1);
 		iv->last = last;
@@ -146,7 +148,7 @@ static void on_progress(const struct sampler_stats *st, void *arg)
 
 	if (st->elapsed_ns - f->cut_ns + TOP_INTERVAL_NS / 8 < TOP_INTERVAL_NS)
 		return;
-	cut(f, f->segs[f->n_segs - 1].s, st, false);
+	cut(f, f->segs[f->n_segs - 1].sess, st, false);
 }
 
 /* ---- the runner thread ------------------------------------------------------ */
@@ -157,11 +159,11 @@ static void *runner_main(void *arg)
 	struct segment *g = &f->segs[f->n_segs - 1];
 	int ret;
 
-	ret = sampler_session(g->s);
+	ret = sess_run(g->sess);
 	/* The session thread is gone: what it owned is the runner's now. */
-	g->final = *sampler_get_stats(g->s);
+	g->final = *sampler_get_stats(sess_sampler(g->sess));
 	g->ended = true;
-	cut(f, g->s, &g->final, true);
+	cut(f, g->sess, &g->final, true);
 	pthread_mutex_lock(&f->mu);
 	f->end = (struct top_end){ .ret = ret, .st = g->final, .segment = (unsigned)(f->n_segs - 1) };
 	f->end_ready = true;
@@ -241,7 +243,7 @@ static void sampler_opts_of(struct top_feed *f, struct sampler_opts *so)
 
 int top_feed_start(struct top_feed *f)
 {
-	struct sampler_opts so;
+	struct sess_opts so;
 	struct segment *g;
 	sigset_t winch, old;
 	int ret;
@@ -251,8 +253,12 @@ int top_feed_start(struct top_feed *f)
 	ret = new_segment(f, &g);
 	if (ret < 0)
 		return ret;
-	sampler_opts_of(f, &so);
-	ret = sampler_create(&g->s, &so);
+	so = (struct sess_opts){
+		.debuginfod = !f->a.no_debuginfod,
+		.debuginfod_timeout_ns = f->a.debuginfod_timeout_ns,
+	};
+	sampler_opts_of(f, &so.sampler);
+	ret = sess_create(&g->sess, &so);
 	if (ret < 0) {
 		prof_stacks_destroy(g->whole);
 		return ret;
@@ -276,7 +282,7 @@ int top_feed_start(struct top_feed *f)
 void top_feed_stop(struct top_feed *f)
 {
 	if (f->running)
-		sampler_stop(f->segs[f->n_segs - 1].s);
+		sess_stop(f->segs[f->n_segs - 1].sess);
 }
 
 void top_feed_wait(struct top_feed *f)
@@ -336,10 +342,10 @@ static int add_segment(struct top_feed *f, struct prof_builder *b, struct segmen
 		.hz = f->a.hz,
 		.thread_label = label_of,
 		.process_label = process_label_of,
-		.arg = g->s,
+		.arg = sess_sampler(g->sess),
 	};
 
-	return prof_export_add(b, g->whole, sampler_modules(g->s), sym, &o);
+	return prof_export_add(b, g->whole, sampler_modules(sess_sampler(g->sess)), sym, &o);
 }
 
 static int build_whole(struct top_feed *f, struct prof_builder **b)
@@ -356,14 +362,14 @@ static int build_whole(struct top_feed *f, struct prof_builder **b)
 		g = &f->segs[i];
 		if (!g->ended || !g->whole)
 			continue;
-		/* Without symbols the profile keeps addresses and build ids. */
-		if (sym_create(&sym, sampler_modules(g->s), 0) < 0)
-			sym = NULL;
+		/* Without symbols the profile keeps addresses and build ids;
+		 * the session's symbolizer names JIT code and downloads too. */
+		sym = sess_symbolizer(g->sess);
 		if (!*b)
-			ret = cli_session_profile(&f->a, what, g->s, g->whole, sym, &g->final, b);
+			ret = cli_session_profile(&f->a, what, sess_sampler(g->sess), g->whole, sym,
+						  &g->final, b);
 		else
 			ret = add_segment(f, *b, g, sym);
-		sym_destroy(sym);
 	}
 	if (ret == 0 && !*b)
 		ret = -ENODATA;
@@ -423,7 +429,7 @@ void top_feed_destroy(struct top_feed *f)
 	}
 	for (i = 0; i < f->n_segs; i++) {
 		prof_stacks_destroy(f->segs[i].whole);
-		sampler_destroy(f->segs[i].s);
+		sess_destroy(f->segs[i].sess);
 	}
 	prof_stacks_destroy(f->cur);
 	free(f->segs);
