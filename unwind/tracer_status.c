@@ -115,10 +115,66 @@ static bool serve_interrupt(struct tracer *t, struct tracer_thread *th)
 	return false;
 }
 
+/*
+ * The first stop of a tid not traced yet: a clone's first stop can come
+ * before its parent's PTRACE_EVENT_CLONE, so unknown tids are new threads,
+ * or new processes (fork, vfork, clone without CLONE_THREAD).  Returns the
+ * thread, or NULL when it was let go.
+ */
+static struct tracer_thread *adopt_unknown(struct tracer *t, pid_t tid)
+{
+	struct tracer_thread *th;
+	pid_t tgid = tgid_of(tid);
+
+	if (tgid != t->pid && !(t->flags & (TRACER_FOLLOW | TRACER_DESCENDANTS))) {
+		/* A process TRACECLONE brought along, not followed:
+		 * let it go from this, its first stop. */
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return NULL;
+	}
+	th = tracer_add_thread(t, tid, tgid);
+	if (!th)
+		ptrace(PTRACE_CONT, tid, NULL, NULL);
+	return th;
+}
+
+/*
+ * PTRACE_EVENT_STOP: our interrupt's stop, or a group-stop (the process is
+ * stopped by job control).  LISTEN keeps a group-stop stopped yet lets
+ * SIGCONT through; CONT would wrongly resume it.
+ */
+static void event_stop(struct tracer *t, struct tracer_thread *th, pid_t tid, int sig)
+{
+	th->listening = is_stop_signal(sig);
+	if (th->listening)
+		t->stats.group_stops++;
+	if (th->pending && serve_interrupt(t, th))
+		return;		/* held by on_stop */
+	if (th->listening)
+		ptrace(PTRACE_LISTEN, tid, NULL, NULL);
+	else
+		tracer_resume(t, tid, 0);
+}
+
+/* PTRACE_EVENT_CLONE, _FORK, _VFORK: the new task is traced already. */
+static void event_new_task(struct tracer *t, struct tracer_thread *th, int event)
+{
+	unsigned long msg;
+
+	if (ptrace(PTRACE_GETEVENTMSG, th->tid, NULL, &msg) == 0 &&
+	    !tracer_lookup(t, (pid_t)msg, NULL)) {
+		pid_t tgid = event == PTRACE_EVENT_CLONE ? tgid_of((pid_t)msg) : (pid_t)msg;
+
+		/* Not followed, it is let go at its first stop. */
+		if (tgid == th->tgid || (t->flags & (TRACER_FOLLOW | TRACER_DESCENDANTS)))
+			tracer_add_thread(t, (pid_t)msg, tgid);
+	}
+	tracer_resume(t, th->tid, 0);
+}
+
 void tracer_handle_status(struct tracer *t, pid_t tid, int status)
 {
 	struct tracer_thread *th;
-	unsigned long msg;
 	int sig, event;
 
 	th = tracer_lookup(t, tid, NULL);
@@ -132,54 +188,19 @@ void tracer_handle_status(struct tracer *t, pid_t tid, int status)
 	}
 	if (!WIFSTOPPED(status))
 		return;
-	if (!th) {
-		/* A clone's first stop can come before its parent's
-		 * PTRACE_EVENT_CLONE: unknown tids are new threads, or new
-		 * processes (fork, vfork, clone without CLONE_THREAD). */
-		pid_t tgid = tgid_of(tid);
-
-		if (tgid != t->pid && !(t->flags & (TRACER_FOLLOW | TRACER_DESCENDANTS))) {
-			/* A process TRACECLONE brought along, not followed:
-			 * let it go from this, its first stop. */
-			ptrace(PTRACE_DETACH, tid, NULL, NULL);
-			return;
-		}
-		th = tracer_add_thread(t, tid, tgid);
-		if (!th) {
-			ptrace(PTRACE_CONT, tid, NULL, NULL);
-			return;
-		}
-	}
+	if (!th && !(th = adopt_unknown(t, tid)))
+		return;
 	sig = WSTOPSIG(status);
 	event = status >> 16;
 
 	switch (event) {
 	case PTRACE_EVENT_STOP:
-		/* Group-stop: the process is stopped by job control.  LISTEN
-		 * keeps it stopped yet lets SIGCONT through; CONT would wrongly
-		 * resume it. */
-		th->listening = is_stop_signal(sig);
-		if (th->listening)
-			t->stats.group_stops++;
-		if (th->pending && serve_interrupt(t, th))
-			return;		/* held by on_stop */
-		if (th->listening)
-			ptrace(PTRACE_LISTEN, tid, NULL, NULL);
-		else
-			tracer_resume(t, tid, 0);
+		event_stop(t, th, tid, sig);
 		return;
 	case PTRACE_EVENT_CLONE:
 	case PTRACE_EVENT_FORK:
 	case PTRACE_EVENT_VFORK:
-		if (ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) == 0 &&
-		    !tracer_lookup(t, (pid_t)msg, NULL)) {
-			pid_t tgid = event == PTRACE_EVENT_CLONE ? tgid_of((pid_t)msg) : (pid_t)msg;
-
-			/* Not followed, it is let go at its first stop. */
-			if (tgid == th->tgid || (t->flags & (TRACER_FOLLOW | TRACER_DESCENDANTS)))
-				tracer_add_thread(t, (pid_t)msg, tgid);
-		}
-		tracer_resume(t, tid, 0);
+		event_new_task(t, th, event);
 		return;
 	case PTRACE_EVENT_EXEC:
 		/* A ptrace-stop that happens while an interrupt is pending may
