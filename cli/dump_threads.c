@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "lib/clock.h"
+#include "lib/grow.h"
 #include "symbolize/perfmap.h"
 #include "symbolize/symbolize.h"
 #include "unwind/capture.h"
@@ -596,23 +597,21 @@ static int dump_one(const struct dump_args *a, bool descendant, const char *befo
  */
 static int list_tree(pid_t pid, pid_t **out, size_t *n)
 {
-	pid_t *v = malloc(sizeof(*v)), *kids, *nv;
-	size_t cnt = 1, i, k, nk;
+	pid_t *v = NULL, *kids;
+	size_t cnt = 1, cap = 0, i, k, nk;
 
-	if (!v)
+	if (cprof_grow(&v, &cap, 1, sizeof(*v), 16) < 0)
 		return -ENOMEM;
 	v[0] = pid;
 	/* Breadth first: v grows while it is walked. */
 	for (i = 0; i < cnt; i++) {
 		if (procfs_list_children(v[i], &kids, &nk) < 0)
 			continue;	/* gone meanwhile */
-		nv = realloc(v, (cnt + nk) * sizeof(*v));
-		if (!nv) {
+		if (cprof_grow(&v, &cap, cnt + nk, sizeof(*v), 16) < 0) {
 			free(kids);
 			free(v);
 			return -ENOMEM;
 		}
-		v = nv;
 		for (k = 0; k < nk; k++)
 			v[cnt++] = kids[k];
 		free(kids);

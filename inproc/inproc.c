@@ -62,6 +62,7 @@
 #include <libunwind.h>
 
 #include "lib/clock.h"
+#include "lib/grow.h"
 #include "lib/random.h"
 #include "profile/stacks.h"
 #include "process/maps.h"
@@ -235,15 +236,9 @@ static void inproc_thread_begin(void)
 	pthread_mutex_lock(&inproc_threads_lock);
 	if (inproc_timers_stopped)
 		goto out;
-	if (inproc_n_threads == inproc_cap_threads) {
-		size_t cap = inproc_cap_threads ? inproc_cap_threads * 2 : 64;
-		struct inproc_thread *nv = realloc(inproc_threads, cap * sizeof(*nv));
-
-		if (!nv)
-			goto out;
-		inproc_threads = nv;
-		inproc_cap_threads = cap;
-	}
+	if (cprof_grow(&inproc_threads, &inproc_cap_threads, inproc_n_threads + 1,
+		       sizeof(*inproc_threads), 64) < 0)
+		goto out;
 	t = &inproc_threads[inproc_n_threads];
 	*t = (struct inproc_thread){ .tid = inproc_gettid(), .alive = true };
 	prctl(PR_GET_NAME, t->name, 0, 0, 0);

@@ -308,14 +308,13 @@ int prof_flame_stream_status(FILE *f)
 
 static int write_collapsed(const struct flame *fl, FILE *f)
 {
-	size_t *ends, cap = 256, len, nlen;
-	char *path, *t;
+	size_t *ends, cap = 0, len, nlen;
+	char *path = NULL;
 	uint32_t n;
 	int ret = 0;
 
 	ends = calloc((size_t)fl->max_depth + 1, sizeof(*ends));
-	path = malloc(cap);
-	if (!ends || !path) {
+	if (!ends || cprof_grow(&path, &cap, 1, 1, 256) < 0) {
 		ret = -ENOMEM;
 		goto free_bufs;
 	}
@@ -326,15 +325,9 @@ static int write_collapsed(const struct flame *fl, FILE *f)
 		/* ends[depth - 1] is where the parent's path ends */
 		len = d->depth > 1 ? ends[d->depth - 1] : 0;
 		nlen = strlen(fl->names.strs[d->name]);
-		if (len + nlen + 2 > cap) {
-			while (len + nlen + 2 > cap)
-				cap *= 2;
-			t = realloc(path, cap);
-			if (!t) {
-				ret = -ENOMEM;
-				goto free_bufs;
-			}
-			path = t;
+		if (cprof_grow(&path, &cap, len + nlen + 2, 1, 256) < 0) {
+			ret = -ENOMEM;
+			goto free_bufs;
 		}
 		if (d->depth > 1)
 			path[len++] = ';';

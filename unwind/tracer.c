@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/grow.h"
 #include "lib/htab.h"
 #include "process/procfs.h"
 #include "unwind/priority.h"
@@ -261,16 +262,9 @@ int tracer_interrupt(struct tracer *t, struct tracer_thread *th)
 		return -errno;
 	th->pending = true;
 	t->n_pending++;
-	if (t->n_wanted == t->cap_wanted) {
-		size_t cap = t->cap_wanted ? t->cap_wanted * 2 : 16;
-		pid_t *nv = realloc(t->wanted, cap * sizeof(*nv));
-
-		/* Without room its stop is reaped by a full drain. */
-		if (!nv)
-			return 0;
-		t->wanted = nv;
-		t->cap_wanted = cap;
-	}
+	/* Without room its stop is reaped by a full drain. */
+	if (cprof_grow(&t->wanted, &t->cap_wanted, t->n_wanted + 1, sizeof(*t->wanted), 16) < 0)
+		return 0;
 	t->wanted[t->n_wanted++] = th->tid;
 	return 0;
 }

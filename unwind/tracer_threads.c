@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "lib/clock.h"
+#include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
 #include "process/procfs.h"
@@ -56,17 +57,10 @@ struct tracer_thread *tracer_lookup(struct tracer *t, pid_t tid, size_t *index)
 
 struct tracer_thread *tracer_add_thread(struct tracer *t, pid_t tid, pid_t tgid)
 {
-	struct tracer_thread *th, **nv;
+	struct tracer_thread *th;
 
-	if (t->n_threads == t->cap_threads) {
-		size_t cap = t->cap_threads ? t->cap_threads * 2 : 64;
-
-		nv = realloc(t->threads, cap * sizeof(*nv));
-		if (!nv)
-			return NULL;
-		t->threads = nv;
-		t->cap_threads = cap;
-	}
+	if (cprof_grow(&t->threads, &t->cap_threads, t->n_threads + 1, sizeof(*t->threads), 64) < 0)
+		return NULL;
 	if (t->by_tid_stale)
 		reindex(t);
 	if (cprof_htab_reserve(&t->by_tid, 1) < 0)
