@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The merged call tree behind every flame graph (internal to profile/):
- * built by flame.c from a profile, drawn by flame.c (collapsed stacks) and
- * flame-svg.c (SVG).
+ * built by flame-tree.c from a profile, drawn by flame.c (collapsed
+ * stacks), flame-svg.c (SVG) and flame-diff.c (differential SVG), which
+ * write through flame-stream.c.  Each depends only on the files below it:
+ * flame-tree.c and flame-stream.c on none, flame-svg.c on those two,
+ * flame.c and flame-diff.c on flame-svg.c.
  */
 #ifndef CPROF_PROFILE_FLAME_TREE_H
 #define CPROF_PROFILE_FLAME_TREE_H
@@ -37,6 +40,8 @@ struct flame {
 	uint32_t max_depth;
 };
 
+/* ---- flame-tree.c ---- */
+
 /*
  * Builds the tree of p's samples of sample type type (< p->n_sample_types,
  * else -EINVAL), as flame.h describes.  Returns 0 or -ENOMEM; on success
@@ -49,6 +54,8 @@ void prof_flame_tree_free(struct flame *fl);
 /* The next node of a depth-first walk in name order (FLAME_NONE at the
  * end); descend false skips n's subtree. */
 uint32_t prof_flame_walk_next(const struct flame *fl, uint32_t n, bool descend);
+
+/* ---- flame-svg.c ---- */
 
 /*
  * How frames are painted, when not as an ordinary flame graph (NULL): fill
@@ -74,6 +81,8 @@ int prof_flame_svg_write(const struct flame *fl, const struct prof_rd_value_type
 /* The characters of s escaped for XML text or attributes, at most max of
  * them, ill-formed UTF-8 and control characters as '?'. */
 void prof_flame_xml_put(FILE *f, const char *s, size_t max);
+
+/* ---- flame-stream.c ---- */
 
 /*
  * Runs draw on a stream of its own over a duplicate of fd, so that closing
