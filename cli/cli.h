@@ -255,4 +255,13 @@ int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_overhead(int argc, char **argv);
 
+/* The reasons a walk is cut short, named as attach's notes, its JSON and
+ * serve's /metrics name them, in the order they print them (cli/util.c).
+ * Every end but these, complete and go_switch is counted as "other". */
+#define CLI_N_CUT_ENDS 5
+extern const struct cli_cut_end {
+	enum remote_end end;
+	const char *key;
+} cli_cut_ends[CLI_N_CUT_ENDS];
+
 #endif

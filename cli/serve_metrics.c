@@ -26,25 +26,6 @@ static void summary_seconds(FILE *f, const char *name, const char *help, uint64_
 	fprintf(f, "%s_count %" PRIu64 "\n", name, count);
 }
 
-/* cprof_unwinds_total{end=...}: every way a walk ends, once; the names of
- * attach's comments, with what they leave out as "other". */
-static const struct {
-	enum remote_end end;
-	const char *name;
-} end_names[] = {
-	{ REMOTE_END_COMPLETE, "complete" },
-	{ REMOTE_END_GO_SWITCH, "go_switch" },
-	{ REMOTE_END_TRUNCATED, "truncated" },
-	{ REMOTE_END_NO_INFO, "no_info" },
-	{ REMOTE_END_BAD_MEMORY, "bad_memory" },
-	{ REMOTE_END_BAD_FRAME, "bad_frame" },
-	{ REMOTE_END_MAX_FRAMES, "max_frames" },
-	{ REMOTE_END_NEED_REGS, "other" },
-	{ REMOTE_END_ERROR, "other" },
-};
-_Static_assert(sizeof(end_names) / sizeof(end_names[0]) == REMOTE_END_ERROR + 1,
-	       "every enum remote_end has a name in /metrics");
-
 /* The server's own activity: the target, its sessions, requests and
  * answers. */
 static void metrics_server(struct serve_ctx *c, FILE *f, const struct hub_totals *t)
@@ -106,12 +87,16 @@ static void metrics_samples(FILE *f, const struct sampler_stats *s)
 	fprintf(f, "cprof_samples_total{how=\"unstopped\"} %" PRIu64 "\n", s->samples_unstopped);
 	fprintf(f, "cprof_samples_total{how=\"reused\"} %" PRIu64 "\n", s->samples_reused);
 	metric(f, "cprof_unwinds_total", "counter", "Fresh samples by how their unwind ended.");
-	for (i = 0; i < sizeof(end_names) / sizeof(end_names[0]); i++) {
-		if (strcmp(end_names[i].name, "other") == 0)
-			other += s->ends[end_names[i].end];
-		else
-			fprintf(f, "cprof_unwinds_total{end=\"%s\"} %" PRIu64 "\n", end_names[i].name,
-				s->ends[end_names[i].end]);
+	fprintf(f, "cprof_unwinds_total{end=\"complete\"} %" PRIu64 "\n",
+		s->ends[REMOTE_END_COMPLETE]);
+	fprintf(f, "cprof_unwinds_total{end=\"go_switch\"} %" PRIu64 "\n",
+		s->ends[REMOTE_END_GO_SWITCH]);
+	/* Every end not named is "other", as in attach's notes. */
+	other = fresh - s->ends[REMOTE_END_COMPLETE] - s->ends[REMOTE_END_GO_SWITCH];
+	for (i = 0; i < CLI_N_CUT_ENDS; i++) {
+		fprintf(f, "cprof_unwinds_total{end=\"%s\"} %" PRIu64 "\n", cli_cut_ends[i].key,
+			s->ends[cli_cut_ends[i].end]);
+		other -= s->ends[cli_cut_ends[i].end];
 	}
 	fprintf(f, "cprof_unwinds_total{end=\"other\"} %" PRIu64 "\n", other);
 }

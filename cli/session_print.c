@@ -21,26 +21,13 @@ static uint64_t complete_count(const struct sampler_stats *st)
 	return st->ends[REMOTE_END_COMPLETE] + st->ends[REMOTE_END_GO_SWITCH];
 }
 
-/* The reasons a stack is cut short, as named in the notes and JSON; the
- * rest (registers unknown, unwinder errors) is "other". */
-static const struct {
-	enum remote_end end;
-	const char *key;
-} cut_keys[] = {
-	{ REMOTE_END_TRUNCATED, "truncated" },
-	{ REMOTE_END_NO_INFO, "no_info" },
-	{ REMOTE_END_BAD_MEMORY, "bad_memory" },
-	{ REMOTE_END_BAD_FRAME, "bad_frame" },
-	{ REMOTE_END_MAX_FRAMES, "max_frames" },
-};
-
 static uint64_t other_count(const struct sampler_stats *st, uint64_t fresh)
 {
 	uint64_t n = fresh - complete_count(st);
 	size_t i;
 
-	for (i = 0; i < sizeof(cut_keys) / sizeof(cut_keys[0]); i++)
-		n -= st->ends[cut_keys[i].end];
+	for (i = 0; i < CLI_N_CUT_ENDS; i++)
+		n -= st->ends[cli_cut_ends[i].end];
 	return n;
 }
 
@@ -55,9 +42,9 @@ static void format_ends(char *buf, size_t len, const struct sampler_stats *st, u
 	k = (size_t)snprintf(buf, len, "%scomplete%s%llu%sgo_switch%s%llu", json ? "\"" : "", eq,
 			     (unsigned long long)complete_count(st), sp, eq,
 			     (unsigned long long)st->ends[REMOTE_END_GO_SWITCH]);
-	for (i = 0; i < sizeof(cut_keys) / sizeof(cut_keys[0]) && k < len; i++)
-		k += (size_t)snprintf(buf + k, len - k, "%s%s%s%llu", sp, cut_keys[i].key, eq,
-				      (unsigned long long)st->ends[cut_keys[i].end]);
+	for (i = 0; i < CLI_N_CUT_ENDS && k < len; i++)
+		k += (size_t)snprintf(buf + k, len - k, "%s%s%s%llu", sp, cli_cut_ends[i].key, eq,
+				      (unsigned long long)st->ends[cli_cut_ends[i].end]);
 	if (k < len)
 		snprintf(buf + k, len - k, "%sother%s%llu", sp, eq,
 			 (unsigned long long)other_count(st, fresh));
@@ -244,14 +231,14 @@ static void format_incomplete(char *buf, size_t len, const struct sampler_stats 
 
 	k = (size_t)snprintf(buf, len, "%llu incomplete",
 			     (unsigned long long)(fresh - complete_count(st)));
-	for (i = 0; i <= sizeof(cut_keys) / sizeof(cut_keys[0]) && k < len; i++) {
-		bool last = i == sizeof(cut_keys) / sizeof(cut_keys[0]);
-		uint64_t v = last ? other : st->ends[cut_keys[i].end];
+	for (i = 0; i <= CLI_N_CUT_ENDS && k < len; i++) {
+		bool last = i == CLI_N_CUT_ENDS;
+		uint64_t v = last ? other : st->ends[cli_cut_ends[i].end];
 
 		if (!v)
 			continue;
 		k += (size_t)snprintf(buf + k, len - k, "%s%llu %s", first ? ": " : ", ",
-				      (unsigned long long)v, last ? "other" : cut_keys[i].key);
+				      (unsigned long long)v, last ? "other" : cli_cut_ends[i].key);
 		first = false;
 	}
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Error reporting, option value parsing, attach diagnostics and the standard
- * files' settling for cli/. */
+/* Error reporting, option value parsing, attach diagnostics, the standard
+ * files' settling and the names of walk ends for cli/. */
 #include "config.h"
 
 #include <errno.h>
@@ -298,3 +298,11 @@ int cli_exit_code_of(int status)
 		return 128 + WTERMSIG(status);
 	return CPROF_EXIT_FATAL;
 }
+
+const struct cli_cut_end cli_cut_ends[CLI_N_CUT_ENDS] = {
+	{ REMOTE_END_TRUNCATED, "truncated" },
+	{ REMOTE_END_NO_INFO, "no_info" },
+	{ REMOTE_END_BAD_MEMORY, "bad_memory" },
+	{ REMOTE_END_BAD_FRAME, "bad_frame" },
+	{ REMOTE_END_MAX_FRAMES, "max_frames" },
+};
