@@ -261,6 +261,35 @@ static uint64_t parse_callchain(const struct perf_thread *pt, uint64_t pos, uint
 	return pos + 8 * nr;
 }
 
+/* The registers of a sample (PERF_SAMPLE_REGS_USER, REGS_MASK by ascending
+ * number) as ptrace gives them; orig_rax -1: not in a system call. */
+static void regs_of_sample(struct user_regs_struct *r, const uint64_t regs[N_REGS])
+{
+	memset(r, 0, sizeof(*r));
+	r->rax = regs[REG_AX];
+	r->rbx = regs[REG_BX];
+	r->rcx = regs[REG_CX];
+	r->rdx = regs[REG_DX];
+	r->rsi = regs[REG_SI];
+	r->rdi = regs[REG_DI];
+	r->rbp = regs[REG_BP];
+	r->rsp = regs[REG_SP];
+	r->rip = regs[REG_IP];
+	r->eflags = regs[REG_FLAGS];
+	r->cs = regs[REG_CS];
+	r->ss = regs[REG_SS];
+	/* R8..R15 follow SS in the sample: numbers 16..23, indexes 12..19 */
+	r->r8 = regs[12];
+	r->r9 = regs[13];
+	r->r10 = regs[14];
+	r->r11 = regs[15];
+	r->r12 = regs[16];
+	r->r13 = regs[17];
+	r->r14 = regs[18];
+	r->r15 = regs[19];
+	r->orig_rax = (unsigned long long)-1;
+}
+
 /* Fills sn from the sample record at pos, size bytes.  Returns 1 (a sample
  * with registers), 0 (one without: a moment the thread had no user
  * context) or -EIO (malformed). */
@@ -298,29 +327,7 @@ static int parse_sample(struct perf_thread *pt, uint64_t pos, uint64_t size, str
 	if (dyn > len)
 		return -EIO;
 
-	memset(r, 0, sizeof(*r));
-	r->rax = regs[REG_AX];
-	r->rbx = regs[REG_BX];
-	r->rcx = regs[REG_CX];
-	r->rdx = regs[REG_DX];
-	r->rsi = regs[REG_SI];
-	r->rdi = regs[REG_DI];
-	r->rbp = regs[REG_BP];
-	r->rsp = regs[REG_SP];
-	r->rip = regs[REG_IP];
-	r->eflags = regs[REG_FLAGS];
-	r->cs = regs[REG_CS];
-	r->ss = regs[REG_SS];
-	/* R8..R15 follow SS in the sample: numbers 16..23, indexes 12..19 */
-	r->r8 = regs[12];
-	r->r9 = regs[13];
-	r->r10 = regs[14];
-	r->r11 = regs[15];
-	r->r12 = regs[16];
-	r->r13 = regs[17];
-	r->r14 = regs[18];
-	r->r15 = regs[19];
-	r->orig_rax = (unsigned long long)-1;
+	regs_of_sample(r, regs);
 	sn->tid = pt->tid;
 	sn->stack_start = r->rsp;
 	/* Most of a copy is never read (a walk reads a few hundred bytes):
