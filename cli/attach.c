@@ -66,21 +66,13 @@ static const struct cli_command_line attach_line = {
 	.stop_at_operand = true,
 };
 
-static enum cli_opt_status opt_pid(void *value, const char *arg)
-{
-	if (cli_parse_pid(arg, value) == 0)
-		return CLI_OPT_TAKEN;
-	cli_error("invalid pid '%s': expected a positive process id", arg);
-	return CLI_OPT_INVALID;
-}
-
 int cmd_attach(int argc, char **argv)
 {
 	struct cli_session a;
 	pid_t pid = 0;
 	bool children = false;
 	const struct cli_option opts[] = {
-		CLI_OPTION_CALLBACK('p', "pid", &pid, opt_pid),
+		CLI_OPTION_CALLBACK('p', "pid", &pid, cli_opt_pid),
 		CLI_OPTION_BOOL(0, "children", &children),
 		CLI_SESSION_OPTIONS(&a),
 		CLI_OPTION_END,
@@ -90,15 +82,11 @@ int cmd_attach(int argc, char **argv)
 	int first, ret;
 
 	cli_session_defaults(&a);
-	r = cli_parse_options(&attach_line, opts, argc, argv, &first);
+	r = cli_parse_pid_options(&attach_line, opts, argc, argv, &first, &pid);
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
 	if (children)
 		a.tracer_flags = TRACER_DESCENDANTS;
-	if (!pid) {
-		cli_error("attach: which process? give its pid with -p PID");
-		return CPROF_EXIT_USAGE;
-	}
 	if (cli_session_finish_args(&a, "attach", pid) != CLI_PARSE_OK)
 		return CPROF_EXIT_USAGE;
 	if (cli_attach_obstacle(pid, 0, why, sizeof(why))) {

@@ -35,6 +35,18 @@ int cli_parse_size(const char *s, size_t *out);
 /* A process id: a positive decimal number.  Returns 0 or -EINVAL. */
 int cli_parse_pid(const char *s, pid_t *pid);
 
+/* The -p/--pid option's callback: value is a pid_t. */
+enum cli_opt_status cli_opt_pid(void *value, const char *arg);
+
+/*
+ * cli_parse_options() for a subcommand that needs a target: past a clean
+ * parse, a zero *pid is reported ("<name>: which process? ...") as a usage
+ * error.  Returns what cli_parse_options() returns, or CLI_PARSE_ERROR.
+ */
+enum cli_parse_result cli_parse_pid_options(const struct cli_command_line *cl,
+					    const struct cli_option *opts, int argc, char **argv,
+					    int *first_arg, const pid_t *pid);
+
 /*
  * Checks, before anything is attached, that path can be written: its
  * directory exists and accepts a new file, and path is not a directory.

@@ -83,16 +83,6 @@ static int parse_threads(const char *s, struct dump_args *a)
 	return ret;
 }
 
-static enum cli_opt_status opt_pid(void *value, const char *arg)
-{
-	struct dump_args *a = value;
-
-	if (cli_parse_pid(arg, &a->pid) == 0)
-		return CLI_OPT_TAKEN;
-	cli_error("invalid pid '%s': expected a positive process id", arg);
-	return CLI_OPT_INVALID;
-}
-
 static enum cli_opt_status opt_threads(void *value, const char *arg)
 {
 	if (parse_threads(arg, value) == 0)
@@ -153,7 +143,7 @@ static enum cli_opt_status opt_write_timeout(void *value, const char *arg)
 static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args *a)
 {
 	const struct cli_option opts[] = {
-		CLI_OPTION_CALLBACK('p', "pid", a, opt_pid),
+		CLI_OPTION_CALLBACK('p', "pid", &a->pid, cli_opt_pid),
 		CLI_OPTION_BOOL(0, "json", &a->json),
 		CLI_OPTION_BOOL(0, "no-source", &a->no_source),
 		CLI_OPTION_CALLBACK(0, "threads", a, opt_threads),
@@ -173,13 +163,9 @@ static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args 
 	 * truncated stack is what people notice in a dump. */
 	a->stack_size = 256u << 10;
 	a->write_timeout_ns = DEFAULT_WRITE_TIMEOUT_NS;
-	r = cli_parse_options(&dump_line, opts, argc, argv, &first);
+	r = cli_parse_pid_options(&dump_line, opts, argc, argv, &first, &a->pid);
 	if (r != CLI_PARSE_OK)
 		return r;
-	if (!a->pid) {
-		cli_error("dump-threads: which process? give its pid with -p PID");
-		return CLI_PARSE_ERROR;
-	}
 	if (a->children && a->n_only) {
 		cli_error("dump-threads: --threads picks threads of one process; it does not go "
 			  "with --children");

@@ -139,14 +139,6 @@ static const struct cli_command_line serve_line = {
 	.name = "serve", .usage = serve_usage, .min_args = 0, .max_args = 0,
 };
 
-static enum cli_opt_status opt_pid(void *value, const char *arg)
-{
-	if (cli_parse_pid(arg, value) == 0)
-		return CLI_OPT_TAKEN;
-	cli_error("invalid pid '%s': expected a positive process id", arg);
-	return CLI_OPT_INVALID;
-}
-
 /* pidfd_open(2): readable once the process has exited.  -1 if the kernel
  * has none (before 5.3): then the main loop looks every second. */
 static int open_pidfd(pid_t pid)
@@ -230,7 +222,7 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 	unsigned long max_seconds = DEFAULT_MAX_SECONDS, max_conn = DEFAULT_CONNECTIONS;
 	unsigned long timeout_s = DEFAULT_TIMEOUT;
 	const struct cli_option opts[] = {
-		CLI_OPTION_CALLBACK('p', "pid", &c->pid, opt_pid),
+		CLI_OPTION_CALLBACK('p', "pid", &c->pid, cli_opt_pid),
 		CLI_OPTION_STRING(0, "listen", listen_spec),
 		CLI_OPTION_ULONG(0, "max-seconds", &max_seconds, 1, MAX_MAX_SECONDS),
 		CLI_OPTION_ULONG(0, "max-connections", &max_conn, 1, 100000),
@@ -250,13 +242,9 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 	int first;
 
 	cli_session_defaults(&c->a);
-	r = cli_parse_options(&serve_line, opts, argc, argv, &first);
+	r = cli_parse_pid_options(&serve_line, opts, argc, argv, &first, &c->pid);
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
-	if (!c->pid) {
-		cli_error("serve: which process? give its pid with -p PID");
-		return CPROF_EXIT_USAGE;
-	}
 	if (c->a.source == SAMPLER_SOURCE_PERF && c->a.stop == SAMPLER_STOP_PROCESS) {
 		cli_error("serve: --source perf stops no thread; --stop process needs --source ptrace");
 		return CPROF_EXIT_USAGE;

@@ -51,14 +51,6 @@ static const struct cli_command_line top_line = {
 	.name = "top", .usage = top_usage, .min_args = 0, .max_args = 0,
 };
 
-static enum cli_opt_status opt_pid(void *value, const char *arg)
-{
-	if (cli_parse_pid(arg, value) == 0)
-		return CLI_OPT_TAKEN;
-	cli_error("invalid pid '%s': expected a positive process id", arg);
-	return CLI_OPT_INVALID;
-}
-
 /* Everything one run of top holds. */
 struct top {
 	struct cli_session a;
@@ -445,7 +437,7 @@ static int block_signals(struct top *t)
 static int parse(struct top *t, int argc, char **argv)
 {
 	const struct cli_option opts[] = {
-		CLI_OPTION_CALLBACK('p', "pid", &t->pid, opt_pid),
+		CLI_OPTION_CALLBACK('p', "pid", &t->pid, cli_opt_pid),
 		CLI_OPTION_BOOL(0, "children", &t->children),
 		CLI_OPTION_BOOL('b', "batch", &t->batch),
 		CLI_OPTION_BOOL(0, "json", &t->a.json),
@@ -466,13 +458,9 @@ static int parse(struct top *t, int argc, char **argv)
 	int first;
 
 	cli_session_defaults(&t->a);
-	r = cli_parse_options(&top_line, opts, argc, argv, &first);
+	r = cli_parse_pid_options(&top_line, opts, argc, argv, &first, &t->pid);
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
-	if (!t->pid) {
-		cli_error("top: which process? give its pid with -p PID");
-		return CPROF_EXIT_USAGE;
-	}
 	if (t->a.output && strcmp(t->a.output, "-") == 0) {
 		cli_error("top: the view is on standard output; give the profile a file name");
 		return CPROF_EXIT_USAGE;

@@ -111,6 +111,30 @@ int cli_parse_pid(const char *s, pid_t *pid)
 	return 0;
 }
 
+/* One callback and one check serve attach, top, serve and dump-threads, so
+ * their -p errors read the same. */
+enum cli_opt_status cli_opt_pid(void *value, const char *arg)
+{
+	if (cli_parse_pid(arg, value) == 0)
+		return CLI_OPT_TAKEN;
+	cli_error("invalid pid '%s': expected a positive process id", arg);
+	return CLI_OPT_INVALID;
+}
+
+enum cli_parse_result cli_parse_pid_options(const struct cli_command_line *cl,
+					    const struct cli_option *opts, int argc, char **argv,
+					    int *first_arg, const pid_t *pid)
+{
+	enum cli_parse_result r;
+
+	r = cli_parse_options(cl, opts, argc, argv, first_arg);
+	if (r == CLI_PARSE_OK && !*pid) {
+		cli_error("%s: which process? give its pid with -p PID", cl->name);
+		return CLI_PARSE_ERROR;
+	}
+	return r;
+}
+
 int cli_check_output(const char *path)
 {
 	char *copy, *dir, *probe = NULL;
