@@ -286,15 +286,39 @@ static int location_for(struct exporter *x, const struct prof_frame *f, uint64_t
 	return 0;
 }
 
+/*
+ * The thread's and the process's labels are one shape: an id, and a name
+ * when there is one, from a callback that may be absent or say -ENOENT
+ * (no label).  Appends to labels[*nl]; the id's text is kept in id_str.
+ * Returns 0 or the callback's error.
+ */
+static int add_id_labels(int (*fn)(uint32_t, pid_t *, const char **, void *), void *arg,
+			 uint32_t thread, const char *id_key, const char *name_key,
+			 char *id_str, size_t size, struct prof_label *labels, size_t *nl)
+{
+	const char *name = NULL;
+	pid_t id;
+	int ret;
+
+	ret = fn ? fn(thread, &id, &name, arg) : -ENOENT;
+	if (ret < 0)
+		return ret == -ENOENT ? 0 : ret;
+	/* A string, not a numeric label: pprof drops numeric labels whose
+	 * value is 0, and the labels already in use are strings. */
+	snprintf(id_str, size, "%d", (int)id);
+	labels[(*nl)++] = (struct prof_label){ .key = id_key, .str = id_str };
+	if (name && *name)
+		labels[(*nl)++] = (struct prof_label){ .key = name_key, .str = name };
+	return 0;
+}
+
 static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 		      const int64_t *values, void *arg)
 {
 	struct exporter *x = arg;
 	struct prof_label labels[4];
 	char tid_str[24], pid_str[24];
-	const char *name = NULL, *pname = NULL;
 	size_t i, k = 0, nl = 0;
-	pid_t tid, pid;
 	int ret;
 
 	if (cprof_grow(&x->loc_ids, &x->cap_loc_ids, n, sizeof(*x->loc_ids), 64) < 0)
@@ -311,26 +335,14 @@ static int add_sample(uint32_t thread, const struct prof_frame *f, size_t n,
 	}
 	if (!k)
 		return 0;
-	ret = x->o->thread_label ? x->o->thread_label(thread, &tid, &name, x->o->arg) : -ENOENT;
-	if (ret < 0 && ret != -ENOENT)
+	ret = add_id_labels(x->o->thread_label, x->o->arg, thread, "thread_id", "thread_name",
+			    tid_str, sizeof(tid_str), labels, &nl);
+	if (ret < 0)
 		return ret;
-	if (ret == 0) {
-		snprintf(tid_str, sizeof(tid_str), "%d", (int)tid);
-		labels[nl++] = (struct prof_label){ .key = "thread_id", .str = tid_str };
-		if (name && *name)
-			labels[nl++] = (struct prof_label){ .key = "thread_name", .str = name };
-	}
-	ret = x->o->process_label ? x->o->process_label(thread, &pid, &pname, x->o->arg) : -ENOENT;
-	if (ret < 0 && ret != -ENOENT)
+	ret = add_id_labels(x->o->process_label, x->o->arg, thread, "pid", "process_name",
+			    pid_str, sizeof(pid_str), labels, &nl);
+	if (ret < 0)
 		return ret;
-	if (ret == 0) {
-		/* A string: pprof drops numeric labels whose value is 0, and
-		 * thread_id is one already. */
-		snprintf(pid_str, sizeof(pid_str), "%d", (int)pid);
-		labels[nl++] = (struct prof_label){ .key = "pid", .str = pid_str };
-		if (pname && *pname)
-			labels[nl++] = (struct prof_label){ .key = "process_name", .str = pname };
-	}
 	return prof_add_sample(x->b, x->loc_ids, k, values, labels, nl);
 }
 
