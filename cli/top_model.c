@@ -328,18 +328,24 @@ static int fold_stack(uint32_t thread, const struct prof_frame *frames, size_t n
 	return 0;
 }
 
-static void clear_last(struct top_model *m)
+/* Zeroes one scope's tallies: the last interval's before a new one is
+ * folded, the totals on a reset; both hold the same counters. */
+static void clear_scope(struct top_model *m, enum top_scope scope)
 {
+	bool last = scope == TOP_LAST;
 	size_t i;
 
-	for (i = 0; i < m->n_ents; i++)
-		m->ents[i].last[0] = m->ents[i].last[1] = 0;
+	for (i = 0; i < m->n_ents; i++) {
+		int64_t *v = last ? m->ents[i].last : m->ents[i].total;
+
+		v[0] = v[1] = 0;
+	}
 	for (i = 0; i < m->n_threads; i++)
-		m->threads[i].last = 0;
+		*(last ? &m->threads[i].last : &m->threads[i].total) = 0;
 	for (i = 0; i < m->n_pairs; i++)
-		m->pairs[i].last = 0;
-	m->value_last = 0;
-	m->samples_last = 0;
+		*(last ? &m->pairs[i].last : &m->pairs[i].total) = 0;
+	*(last ? &m->value_last : &m->value_total) = 0;
+	*(last ? &m->samples_last : &m->samples_total) = 0;
 }
 
 int top_model_add(struct top_model *m, const struct top_interval *iv, bool as_last)
@@ -364,7 +370,7 @@ int top_model_add(struct top_model *m, const struct top_interval *iv, bool as_la
 		m->sym_generation = generation;
 	}
 	if (as_last)
-		clear_last(m);
+		clear_scope(m, TOP_LAST);
 	m->to_last = as_last;
 	m->iv = iv;
 	ret = prof_stacks_foreach(iv->stacks, fold_stack, m);
@@ -374,16 +380,7 @@ int top_model_add(struct top_model *m, const struct top_interval *iv, bool as_la
 
 void top_model_reset(struct top_model *m)
 {
-	size_t i;
-
-	for (i = 0; i < m->n_ents; i++)
-		m->ents[i].total[0] = m->ents[i].total[1] = 0;
-	for (i = 0; i < m->n_threads; i++)
-		m->threads[i].total = 0;
-	for (i = 0; i < m->n_pairs; i++)
-		m->pairs[i].total = 0;
-	m->value_total = 0;
-	m->samples_total = 0;
+	clear_scope(m, TOP_TOTAL);
 }
 
 int64_t top_model_value(const struct top_model *m, enum top_scope scope)
