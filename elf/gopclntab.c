@@ -9,6 +9,7 @@
 
 #include "elf/gopclntab.h"
 #include "lib/grow.h"
+#include "lib/unaligned.h"
 
 /* Header words after magic(4), pad(2), minLC(1), ptrSize(1): nfunc, nfiles,
  * textStart, funcnameOffset, cuOffset, filetabOffset, pctabOffset,
@@ -28,22 +29,6 @@ struct gopcln {
 	const uint8_t *funcname, *cutab, *filetab, *pctab, *functab;
 	size_t funcname_len, cutab_len, filetab_len, pctab_len, functab_len;
 };
-
-static uint32_t u32_at(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t u64_at(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
 
 /* Copies the .gopclntab section; *text_addr gets .text's address. */
 static int read_section(Elf *e, uint8_t **buf, size_t *len, uint64_t *text_addr)
@@ -108,13 +93,13 @@ int gopcln_open(struct gopcln **out, Elf *elf)
 	ret = read_section(elf, &t->data, &t->len, &text_addr);
 	if (ret < 0)
 		goto err;
-	magic = u32_at(t->data);
+	magic = cprof_load_u32(t->data);
 	ret = -ENOTSUP;
 	if ((magic != 0xfffffff0u && magic != 0xfffffff1u) || t->data[4] || t->data[5] ||
 	    t->data[7] != 8 || !t->data[6])
 		goto err;
 	for (i = 0; i < H_WORDS; i++)
-		h[i] = u64_at(t->data + 8 + 8 * i);
+		h[i] = cprof_load_u64(t->data + 8 + 8 * i);
 	t->quantum = t->data[6];
 	t->nfunc = h[H_NFUNC];
 	t->text = h[H_TEXT] ? h[H_TEXT] : text_addr;
@@ -163,13 +148,13 @@ int gopcln_func_at(const struct gopcln *p, size_t i, struct gopcln_func *f)
 	if (i >= p->nfunc)
 		return -EINVAL;
 	e = p->functab + 8 * i;
-	funcoff = u32_at(e + 4);
+	funcoff = cprof_load_u32(e + 4);
 	if ((uint64_t)funcoff + 4 * F_WORDS > p->functab_len)
 		return -EINVAL;
-	f->entry = p->text + u32_at(e);
-	f->end = p->text + u32_at(e + 8);
+	f->entry = p->text + cprof_load_u32(e);
+	f->end = p->text + cprof_load_u32(e + 8);
 	f->off = funcoff;
-	nameoff = (int32_t)u32_at(p->functab + funcoff + 4 * F_NAME);
+	nameoff = (int32_t)cprof_load_u32(p->functab + funcoff + 4 * F_NAME);
 	f->name = nameoff >= 0 ? str_at(p->funcname, p->funcname_len, (uint64_t)nameoff) : NULL;
 	return f->end > f->entry ? 0 : -EINVAL;
 }
@@ -183,7 +168,7 @@ int gopcln_find(const struct gopcln *p, uint64_t addr, struct gopcln_func *f)
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (p->text + u32_at(p->functab + 8 * mid) <= addr)
+		if (p->text + cprof_load_u32(p->functab + 8 * mid) <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -195,7 +180,7 @@ int gopcln_find(const struct gopcln *p, uint64_t addr, struct gopcln_func *f)
 
 static uint32_t func_word(const struct gopcln *p, const struct gopcln_func *f, int w)
 {
-	return u32_at(p->functab + f->off + 4 * w);
+	return cprof_load_u32(p->functab + f->off + 4 * w);
 }
 
 /* An unsigned LEB128 varint from the pc table at *off; false past its end. */
@@ -267,7 +252,7 @@ int gopcln_line(const struct gopcln *p, const struct gopcln_func *f, uint64_t ad
 	cu = (uint64_t)func_word(p, f, F_CU) + (uint64_t)fileno;
 	if ((cu + 1) * 4 > p->cutab_len)
 		return -ENOENT;
-	foff = u32_at(p->cutab + 4 * cu);
+	foff = cprof_load_u32(p->cutab + 4 * cu);
 	*file = foff == UINT32_MAX ? NULL : str_at(p->filetab, p->filetab_len, foff);
 	if (!*file)
 		return -ENOENT;

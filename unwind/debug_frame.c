@@ -14,6 +14,7 @@
 #include "unwind/debug_frame.h"
 #include "elf/gopclntab.h"
 #include "elf/objfile.h"
+#include "lib/unaligned.h"
 
 extern int _Ux86_64_dwarf_search_unwind_table(unw_addr_space_t as, unw_word_t ip,
 					       unw_dyn_info_t *di, unw_proc_info_t *pi,
@@ -125,22 +126,6 @@ static int go_section(const struct proc_module *m, char **buf, size_t *len)
 	return ret;
 }
 
-static uint32_t get_u32(const char *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return v;
-}
-
-static uint64_t get_u64(const char *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
-
 /*
  * One pass over the entries; with out, records each FDE whose start fits
  * libunwind's int32 index.  x86_64 only: FDE addresses are 8 bytes.
@@ -154,14 +139,14 @@ static size_t index_fdes(const char *buf, size_t len, struct lu_table_entry *out
 		size_t hdr, body;
 		bool is64;
 
-		unit = get_u32(buf + off);
+		unit = cprof_load_u32(buf + off);
 		if (unit == 0)
 			break;
 		is64 = unit == 0xffffffffu;
 		if (is64) {
 			if (off + 12 > len)
 				break;
-			unit = get_u64(buf + off + 4);
+			unit = cprof_load_u64(buf + off + 4);
 			hdr = 12;
 		} else {
 			hdr = 4;
@@ -171,12 +156,12 @@ static size_t index_fdes(const char *buf, size_t len, struct lu_table_entry *out
 		body = off + hdr;
 		if (unit < (is64 ? 8u : 4u) + 16)
 			goto next;
-		id = is64 ? get_u64(buf + body) : get_u32(buf + body);
+		id = is64 ? cprof_load_u64(buf + body) : cprof_load_u32(buf + body);
 		if (id == (is64 ? ~0ull : 0xffffffffull))
 			goto next;	/* a CIE */
 		body += is64 ? 8 : 4;
-		start = get_u64(buf + body);
-		range = get_u64(buf + body + 8);
+		start = cprof_load_u64(buf + body);
+		range = cprof_load_u64(buf + body + 8);
 		/* FDEs of discarded code keep address 0; skip them and any
 		 * start beyond libunwind's int32 index. */
 		if (!range || !start || start > INT32_MAX || off > INT32_MAX)
