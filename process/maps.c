@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "lib/bsearch.h"
 #include "lib/grow.h"
 #include "process/maps.h"
 
@@ -250,17 +251,10 @@ out:
 
 static bool overlaps_any(const struct proc_maps *m, const struct proc_map *x)
 {
-	size_t lo = 0, hi = m->n;
+	size_t lo;
 
 	/* the first mapping of m that ends after x starts */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->v[mid].end <= x->start)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = cprof_count_le(m->v, m->n, sizeof(*m->v), offsetof(struct proc_map, end), x->start);
 	return lo < m->n && m->v[lo].start < x->end;
 }
 
@@ -354,20 +348,12 @@ nomem:
 
 const struct proc_map *proc_maps_find(const struct proc_maps *m, uint64_t addr)
 {
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (!m || m->n == 0)
 		return NULL;
-	hi = m->n;
 	/* Find the last mapping whose start is <= addr. */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = cprof_count_le(m->v, m->n, sizeof(*m->v), offsetof(struct proc_map, start), addr);
 	if (lo == 0)
 		return NULL;
 	if (addr < m->v[lo - 1].end)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "elf/objfile.h"
+#include "lib/bsearch.h"
 #include "lib/grow.h"
 #include "process/modules-impl.h"
 
@@ -449,16 +450,10 @@ void proc_modules_unmap_all(struct proc_modules *t)
 
 const struct proc_module *proc_modules_lookup(const struct proc_modules *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t->nindex;
+	size_t lo;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (t->index[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = cprof_count_le(t->index, t->nindex, sizeof(*t->index),
+			    offsetof(struct index_entry, start), addr);
 	if (lo == 0 || addr >= t->index[lo - 1].end)
 		return NULL;
 	return t->index[lo - 1].mod;

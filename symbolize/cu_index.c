@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "lib/bsearch.h"
 #include "lib/grow.h"
 #include "symbolize/cu_index.h"
 
@@ -80,22 +81,14 @@ void cu_index_free(struct cu_index *ix)
 
 Dwarf_Die *cu_index_find(const struct cu_index *ix, Dwarf_Addr da, Dwarf_Die *die)
 {
-	size_t lo = 0, hi, i;
+	size_t lo, i;
 
 	if (!ix || !ix->n)
 		return NULL;
 	/* The last range starting at or before da; ranges of different CUs
 	 * do not overlap, but one CU's may nest in another's gap, so look
 	 * back a little past ranges that end before da. */
-	hi = ix->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ix->r[mid].start <= da)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = cprof_count_le(ix->r, ix->n, sizeof(*ix->r), offsetof(struct cu_range, start), da);
 	for (i = lo; i > 0 && lo - i < 8; i--) {
 		const struct cu_range *r = &ix->r[i - 1];
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/bsearch.h"
 #include "lib/grow.h"
 #include "symbolize/kallsyms.h"
 
@@ -134,17 +135,10 @@ void sym_kallsyms_free(struct sym_kallsyms *k)
 const char *sym_kallsyms_lookup(const struct sym_kallsyms *k, uint64_t addr,
 				const char **module)
 {
-	size_t lo = 0, hi = k->n;
+	size_t lo;
 
 	/* the last symbol at or below addr: syms[lo - 1] */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (k->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = cprof_count_le(k->syms, k->n, sizeof(*k->syms), offsetof(struct ksym, addr), addr);
 	if (!lo || (lo == k->n && addr - k->syms[lo - 1].addr > LAST_SYMBOL_SPAN))
 		return NULL;
 	if (module)

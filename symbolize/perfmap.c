@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/bsearch.h"
 #include "lib/grow.h"
 #include "symbolize/perfmap.h"
 
@@ -277,7 +278,7 @@ static bool in_anon(const struct sym_perfmap *pm, uint64_t addr)
 const char *sym_perfmap_lookup(struct sym_perfmap *pm, uint64_t addr)
 {
 	const struct pm_entry *best = NULL;
-	size_t lo = 0, hi = pm->n, k;
+	size_t lo, k;
 
 	if (!pm->n || !in_anon(pm, addr))
 		return NULL;
@@ -285,14 +286,7 @@ const char *sym_perfmap_lookup(struct sym_perfmap *pm, uint64_t addr)
 		qsort(pm->v, pm->n, sizeof(*pm->v), cmp_entry);
 		pm->sorted = true;
 	}
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (pm->v[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = cprof_count_le(pm->v, pm->n, sizeof(*pm->v), offsetof(struct pm_entry, start), addr);
 	for (k = 0; k < OVERLAP_SCAN && k < lo; k++) {
 		const struct pm_entry *e = &pm->v[lo - 1 - k];
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/bsearch.h"
 #include "lib/grow.h"
 #include "symbolize/plt.h"
 
@@ -226,16 +227,9 @@ void sym_plt_free(struct sym_plt *p)
 
 const char *sym_plt_lookup(const struct sym_plt *p, uint64_t vaddr)
 {
-	size_t lo = 0, hi = p->n;
+	size_t lo;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->stubs[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	lo = cprof_count_le(p->stubs, p->n, sizeof(*p->stubs), offsetof(struct stub, addr), vaddr);
 	if (!lo || vaddr >= p->stubs[lo - 1].end)
 		return NULL;
 	return p->names + p->stubs[lo - 1].name;
