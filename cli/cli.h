@@ -35,6 +35,10 @@ int cli_parse_size(const char *s, size_t *out);
 /* A process id: a positive decimal number.  Returns 0 or -EINVAL. */
 int cli_parse_pid(const char *s, pid_t *pid);
 
+/* Whether the process pid is gone: no longer there, or a zombie (serve and
+ * top ask while no session would say it). */
+bool cli_target_gone(pid_t pid);
+
 /* The -p/--pid option's callback: value is a pid_t. */
 enum cli_opt_status cli_opt_pid(void *value, const char *arg);
 

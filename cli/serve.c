@@ -152,22 +152,6 @@ static int open_pidfd(pid_t pid)
 #endif
 }
 
-static bool target_gone(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	FILE *f;
-	bool gone = true;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return true;
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] == ' ')
-		gone = p[2] == 'Z' || p[2] == 'X';
-	fclose(f);
-	return gone;
-}
-
 enum end_reason {
 	END_SIGNAL,
 	END_TARGET,
@@ -211,7 +195,7 @@ static enum end_reason wait_for_end(struct serve_ctx *c, int sfd, int pidfd, int
 		}
 		if (r > 0 && pidfd >= 0 && (p[2].revents & POLLIN))
 			return END_TARGET;
-		if (pidfd < 0 && target_gone(c->pid))
+		if (pidfd < 0 && cli_target_gone(c->pid))
 			return END_TARGET;
 	}
 }

@@ -332,25 +332,6 @@ static void on_signal(struct top *t)
 	}
 }
 
-/* Whether the target is gone (while paused, no session says it): no
- * longer there, or a zombie. */
-static bool target_gone(pid_t pid)
-{
-	char path[64], buf[512], *p;
-	bool gone = true;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return true;
-	/* the state follows the name, which may hold anything but ends at the last ')' */
-	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')) && p[1] == ' ')
-		gone = p[2] == 'Z' || p[2] == 'X';
-	fclose(f);
-	return gone;
-}
-
 static int poll_timeout(const struct top *t)
 {
 	uint64_t now = cprof_now_ns(), left;
@@ -370,7 +351,7 @@ static void on_tick(struct top *t)
 		request_quit(t);
 		return;
 	}
-	if (!top_feed_running(t->feed) && target_gone(t->pid)) {
+	if (!top_feed_running(t->feed) && cli_target_gone(t->pid)) {
 		snprintf(t->message, sizeof(t->message), "pid %d exited while paused; top ends",
 			 (int)t->pid);
 		t->quit = true;

@@ -111,6 +111,13 @@ int cli_parse_pid(const char *s, pid_t *pid)
 	return 0;
 }
 
+bool cli_target_gone(pid_t pid)
+{
+	struct procfs_stat st;
+
+	return procfs_stat_pid(pid, &st) < 0 || st.state == 'Z' || st.state == 'X';
+}
+
 /* One callback and one check serve attach, top, serve and dump-threads, so
  * their -p errors read the same. */
 enum cli_opt_status cli_opt_pid(void *value, const char *arg)
