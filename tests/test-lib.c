@@ -12,10 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/bsearch.h"
 #include "lib/clock.h"
 #include "lib/grow.h"
 #include "lib/hash.h"
 #include "lib/htab.h"
+#include "lib/unaligned.h"
 #include "lib/utf8.h"
 #include "tests/tap.h"
 
@@ -185,6 +187,40 @@ static void test_grow(void)
 	free(a);
 }
 
+/* ---- the address-table search, unaligned loads ------------------------ */
+
+struct rec {
+	uint32_t tag;		/* the key is not at offset 0 */
+	uint64_t start, end;
+};
+
+static void test_bsearch(void)
+{
+	static const struct rec v[] = {
+		{ 1, 10, 15 }, { 2, 20, 25 }, { 3, 20, 28 }, { 4, 30, 40 },
+	};
+	static const uint64_t keys[] = { 0, 9, 10, 19, 20, 29, 30, UINT64_MAX };
+	static const size_t want[] = { 0, 0, 1, 1, 3, 3, 4, 4 };
+	unsigned char buf[17];
+	uint64_t u64 = 0x0123456789abcdefULL;
+	uint32_t u32 = 0x89abcdefU;
+	size_t i, bad = 0;
+
+	for (i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		bad += cprof_count_le(v, 4, sizeof(*v), offsetof(struct rec, start), keys[i]) !=
+		       want[i];
+	check(!bad, "bsearch: records at or below each key counted, ties included (%zu bad)", bad);
+	check(cprof_count_le(NULL, 0, sizeof(*v), offsetof(struct rec, start), 5) == 0,
+	      "bsearch: an empty table has none");
+	check(cprof_count_le(v, 4, sizeof(*v), offsetof(struct rec, end), 25) == 2,
+	      "bsearch: another key field of the same records (end <= 25: 2)");
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf + 1, &u64, sizeof(u64));
+	memcpy(buf + 11, &u32, sizeof(u32));
+	check(cprof_load_u64(buf + 1) == u64 && cprof_load_u32(buf + 11) == u32,
+	      "unaligned: loads at odd addresses read the bytes stored there");
+}
+
 static void test_hash_clock(void)
 {
 	uint64_t t0, t1;
@@ -204,6 +240,7 @@ int main(void)
 	test_utf8();
 	test_htab();
 	test_grow();
+	test_bsearch();
 	test_hash_clock();
 	return tap_done();
 }
