@@ -117,8 +117,13 @@ struct choice {
 	int value;
 };
 
-/* The value named arg among the n choices.  Returns false when none is. */
-static bool choose(const struct choice *c, size_t n, const char *arg, int *value)
+/*
+ * The value named arg among the n choices.  When none is, says so
+ * ("invalid <what> '<arg>': <hint>") and returns false: one lookup and one
+ * error for every option that takes a word.
+ */
+static bool choose(const struct choice *c, size_t n, const char *arg, int *value,
+		   const char *what, const char *hint)
 {
 	size_t i;
 
@@ -128,6 +133,7 @@ static bool choose(const struct choice *c, size_t n, const char *arg, int *value
 			return true;
 		}
 	}
+	cli_error("invalid %s '%s': %s", what, arg, hint);
 	return false;
 }
 
@@ -139,13 +145,12 @@ enum cli_opt_status cli_session_opt_mode(void *value, const char *arg)
 	struct cli_session *a = value;
 	int v;
 
-	if (choose(modes, sizeof(modes) / sizeof(modes[0]), arg, &v)) {
-		a->mode = (enum sampler_mode)v;
-		return CLI_OPT_TAKEN;
-	}
-	cli_error("invalid mode '%s': cpu (running threads, CPU time) or wall "
-		  "(every thread, wall time)", arg);
-	return CLI_OPT_INVALID;
+	if (!choose(modes, sizeof(modes) / sizeof(modes[0]), arg, &v, "mode",
+		    "cpu (running threads, CPU time) or wall "
+		    "(every thread, wall time)"))
+		return CLI_OPT_INVALID;
+	a->mode = (enum sampler_mode)v;
+	return CLI_OPT_TAKEN;
 }
 
 enum cli_opt_status cli_session_opt_stop(void *value, const char *arg)
@@ -157,13 +162,12 @@ enum cli_opt_status cli_session_opt_stop(void *value, const char *arg)
 	int v;
 
 	a->stop_given = true;
-	if (choose(policies, sizeof(policies) / sizeof(policies[0]), arg, &v)) {
-		a->stop = (enum sampler_stop)v;
-		return CLI_OPT_TAKEN;
-	}
-	cli_error("invalid stop policy '%s': thread (one at a time) or process "
-		  "(the sampled threads together)", arg);
-	return CLI_OPT_INVALID;
+	if (!choose(policies, sizeof(policies) / sizeof(policies[0]), arg, &v, "stop policy",
+		    "thread (one at a time) or process "
+		    "(the sampled threads together)"))
+		return CLI_OPT_INVALID;
+	a->stop = (enum sampler_stop)v;
+	return CLI_OPT_TAKEN;
 }
 
 enum cli_opt_status cli_session_opt_source(void *value, const char *arg)
@@ -176,13 +180,12 @@ enum cli_opt_status cli_session_opt_source(void *value, const char *arg)
 	int v;
 
 	a->source_given = true;
-	if (choose(sources, sizeof(sources) / sizeof(sources[0]), arg, &v)) {
-		a->source = (enum sampler_source)v;
-		return CLI_OPT_TAKEN;
-	}
-	cli_error("invalid sample source '%s': auto (perf events when permitted, else stops), "
-		  "perf (the kernel copies each sample: no stop) or ptrace (stops)", arg);
-	return CLI_OPT_INVALID;
+	if (!choose(sources, sizeof(sources) / sizeof(sources[0]), arg, &v, "sample source",
+		    "auto (perf events when permitted, else stops), "
+		    "perf (the kernel copies each sample: no stop) or ptrace (stops)"))
+		return CLI_OPT_INVALID;
+	a->source = (enum sampler_source)v;
+	return CLI_OPT_TAKEN;
 }
 
 enum cli_opt_status cli_session_opt_sched(void *value, const char *arg)
@@ -193,13 +196,12 @@ enum cli_opt_status cli_session_opt_sched(void *value, const char *arg)
 	struct cli_session *a = value;
 	int v;
 
-	if (choose(policies, sizeof(policies) / sizeof(policies[0]), arg, &v)) {
-		a->sched = (enum cli_sched)v;
-		return CLI_OPT_TAKEN;
-	}
-	cli_error("invalid scheduling policy '%s': auto (real-time when permitted), rt "
-		  "(real-time or nothing) or normal (never real-time)", arg);
-	return CLI_OPT_INVALID;
+	if (!choose(policies, sizeof(policies) / sizeof(policies[0]), arg, &v, "scheduling policy",
+		    "auto (real-time when permitted), rt "
+		    "(real-time or nothing) or normal (never real-time)"))
+		return CLI_OPT_INVALID;
+	a->sched = (enum cli_sched)v;
+	return CLI_OPT_TAKEN;
 }
 
 int cli_session_check_sched(const struct cli_session *a)
