@@ -200,6 +200,11 @@ int sym_plt_read(Elf *elf, struct sym_plt **out)
 	ret = scan_sections(&s);
 	if (ret < 0)
 		goto out;
+	/* (no relocation of a GOT slot: a static or Go binary has no PLT) */
+	if (!s.n_slots) {
+		ret = -ENOENT;
+		goto out;
+	}
 	qsort(s.slots, s.n_slots, sizeof(*s.slots), cmp_slot);
 	for (i = 0; i < 3 && !ret; i++)
 		ret = s.jump[i] ? name_stubs(&s, s.jump[i]) : 0;
