@@ -438,7 +438,8 @@ size_t top_model_rows(struct top_model *m, enum top_by by, enum top_scope scope,
 		    (ent_value(e, scope, 0) > 0 || ent_value(e, scope, 1) > 0))
 			m->order[n++] = (uint32_t)i;
 	}
-	qsort_r(m->order, n, sizeof(*m->order), by_value, &c);
+	if (n)	/* (order is NULL before the first entity) */
+		qsort_r(m->order, n, sizeof(*m->order), by_value, &c);
 	for (i = 0; i < n && i < max; i++) {
 		e = &m->ents[m->order[i]];
 		out[i] = (struct top_row){
@@ -504,7 +505,8 @@ size_t top_model_threads(struct top_model *m, enum top_scope scope, struct top_t
 	for (i = 0; i < m->n_threads; i++)
 		if ((scope == TOP_LAST ? m->threads[i].last : m->threads[i].total) > 0)
 			m->order[n++] = (uint32_t)i;
-	qsort_r(m->order, n, sizeof(*m->order), by_thread_value, &c);
+	if (n)
+		qsort_r(m->order, n, sizeof(*m->order), by_thread_value, &c);
 	for (i = 0; i < n && i < max; i++) {
 		k = m->order[i];
 		t = &m->threads[k];
