@@ -3,29 +3,4 @@
 #define PY_DEBUG_OFFSETS_SIZE 584
 #define PY_DEBUG_OFFSETS_VERSION 8
 #define PY_DEBUG_OFFSETS_FREE_THREADED 16
-static const struct py_layout py_debug_positions = {
-		.minor = 13,
-		.rt_interp_head = 40,
-		.is_next = 64,
-		.is_tstate_head = 72,
-		.ts_next = 168,
-		.ts_interp = 176,
-		.ts_frame = 184,
-		.ts_thread_id = 192,
-		.ts_native_thread_id = 200,
-		.fr_previous = 232,
-		.fr_code = 240,
-		.fr_instr = 248,
-		.fr_owner = 264,
-		.co_qualname = 296,
-		.co_code_adaptive = 344,
-		.co_linetable = 304,
-		.co_filename = 280,
-		.co_name = 288,
-		.co_firstlineno = 312,
-		.bytes_size = 520,
-		.bytes_sval = 528,
-		.uni_length = 552,
-		.uni_state = 544,
-		.uni_ascii_size = 560,
-};
+static const struct py_layout py_debug_positions = { .minor = 13, .rt_interp_head = 40, .is_next = 64, .is_tstate_head = 72, .ts_next = 168, .ts_interp = 176, .ts_frame = 184, .ts_thread_id = 192, .ts_native_thread_id = 200, .fr_previous = 232, .fr_code = 240, .fr_instr = 248, .fr_owner = 264, .co_qualname = 296, .co_code_adaptive = 344, .co_linetable = 304, .co_filename = 280, .co_name = 288, .co_firstlineno = 312, .bytes_size = 520, .bytes_sval = 528, .uni_length = 552, .uni_state = 544, .uni_ascii_size = 560, };

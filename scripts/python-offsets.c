@@ -25,7 +25,8 @@
 #define FRAME PyFrameObject
 #endif
 
-#define F(name, value) printf("\t\t." #name " = %u,\n", (unsigned)(value))
+/* One row per version on one line: the rows are a table, read across. */
+#define F(name, value) printf(" ." #name " = %u,", (unsigned)(value))
 
 #if PY_VERSION_HEX >= 0x030d0000
 /* Where each offset cprof reads lies in _Py_DebugOffsets, in bytes. */
@@ -36,7 +37,7 @@ int main(void)
 	printf("#define PY_DEBUG_OFFSETS_VERSION %u\n", (unsigned)offsetof(_Py_DebugOffsets, version));
 	printf("#define PY_DEBUG_OFFSETS_FREE_THREADED %u\n",
 	       (unsigned)offsetof(_Py_DebugOffsets, free_threaded));
-	printf("static const struct py_layout py_debug_positions = {\n");
+	printf("static const struct py_layout py_debug_positions = {");
 	F(minor, PY_MINOR_VERSION);
 	D(rt_interp_head, runtime_state.interpreters_head);
 	D(is_next, interpreter_state.next);
@@ -61,13 +62,13 @@ int main(void)
 	D(uni_length, unicode_object.length);
 	D(uni_state, unicode_object.state);
 	D(uni_ascii_size, unicode_object.asciiobject_size);
-	printf("};\n");
+	printf(" };\n");
 	return 0;
 }
 #else
 int main(void)
 {
-	printf("\t{\n");
+	printf("\t{");
 	F(minor, PY_MINOR_VERSION);
 	F(rt_interp_head, offsetof(_PyRuntimeState, interpreters.head));
 	F(rt_main_thread, offsetof(_PyRuntimeState, main_thread));
@@ -114,7 +115,7 @@ int main(void)
 	F(uni_state, offsetof(PyASCIIObject, state));
 	F(uni_ascii_size, sizeof(PyASCIIObject));
 	F(uni_compact_size, sizeof(PyCompactUnicodeObject));
-	printf("\t},\n");
+	printf(" },\n");
 	return 0;
 }
 #endif
