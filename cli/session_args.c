@@ -118,39 +118,36 @@ struct choice {
 };
 
 /*
- * The value named arg among the n choices.  When none is, says so
- * ("invalid <what> '<arg>': <hint>") and returns false: one lookup and one
+ * The value (>= 0) named arg among the n choices.  When none is, says so
+ * ("invalid <what> '<arg>': <hint>") and returns -1: one lookup and one
  * error for every option that takes a word.
  */
-static bool choose(const struct choice *c, size_t n, const char *arg, int *value,
-		   const char *what, const char *hint)
+static int choose(const struct choice *c, size_t n, const char *arg, const char *what,
+		  const char *hint)
 {
 	size_t i;
 
-	for (i = 0; i < n; i++) {
-		if (strcmp(arg, c[i].name) == 0) {
-			*value = c[i].value;
-			return true;
-		}
-	}
+	for (i = 0; i < n; i++)
+		if (strcmp(arg, c[i].name) == 0)
+			return c[i].value;
 	cli_error("invalid %s '%s': %s", what, arg, hint);
-	return false;
+	return -1;
 }
+
+#define CHOOSE(choices, arg, what, hint) \
+	choose(choices, sizeof(choices) / sizeof(choices[0]), arg, what, hint)
 
 enum cli_opt_status cli_session_opt_mode(void *value, const char *arg)
 {
 	static const struct choice modes[] = {
 		{ "cpu", SAMPLER_CPU }, { "wall", SAMPLER_WALL },
 	};
-	struct cli_session *a = value;
-	int v;
+	int v = CHOOSE(modes, arg, "mode",
+		       "cpu (running threads, CPU time) or wall (every thread, wall time)");
 
-	if (!choose(modes, sizeof(modes) / sizeof(modes[0]), arg, &v, "mode",
-		    "cpu (running threads, CPU time) or wall "
-		    "(every thread, wall time)"))
-		return CLI_OPT_INVALID;
-	a->mode = (enum sampler_mode)v;
-	return CLI_OPT_TAKEN;
+	if (v >= 0)
+		((struct cli_session *)value)->mode = (enum sampler_mode)v;
+	return v >= 0 ? CLI_OPT_TAKEN : CLI_OPT_INVALID;
 }
 
 enum cli_opt_status cli_session_opt_stop(void *value, const char *arg)
@@ -159,15 +156,13 @@ enum cli_opt_status cli_session_opt_stop(void *value, const char *arg)
 		{ "thread", SAMPLER_STOP_THREAD }, { "process", SAMPLER_STOP_PROCESS },
 	};
 	struct cli_session *a = value;
-	int v;
+	int v = CHOOSE(policies, arg, "stop policy",
+		       "thread (one at a time) or process (the sampled threads together)");
 
 	a->stop_given = true;
-	if (!choose(policies, sizeof(policies) / sizeof(policies[0]), arg, &v, "stop policy",
-		    "thread (one at a time) or process "
-		    "(the sampled threads together)"))
-		return CLI_OPT_INVALID;
-	a->stop = (enum sampler_stop)v;
-	return CLI_OPT_TAKEN;
+	if (v >= 0)
+		a->stop = (enum sampler_stop)v;
+	return v >= 0 ? CLI_OPT_TAKEN : CLI_OPT_INVALID;
 }
 
 enum cli_opt_status cli_session_opt_source(void *value, const char *arg)
@@ -177,15 +172,14 @@ enum cli_opt_status cli_session_opt_source(void *value, const char *arg)
 		{ "perf", SAMPLER_SOURCE_PERF },
 	};
 	struct cli_session *a = value;
-	int v;
+	int v = CHOOSE(sources, arg, "sample source",
+		       "auto (perf events when permitted, else stops), "
+		       "perf (the kernel copies each sample: no stop) or ptrace (stops)");
 
 	a->source_given = true;
-	if (!choose(sources, sizeof(sources) / sizeof(sources[0]), arg, &v, "sample source",
-		    "auto (perf events when permitted, else stops), "
-		    "perf (the kernel copies each sample: no stop) or ptrace (stops)"))
-		return CLI_OPT_INVALID;
-	a->source = (enum sampler_source)v;
-	return CLI_OPT_TAKEN;
+	if (v >= 0)
+		a->source = (enum sampler_source)v;
+	return v >= 0 ? CLI_OPT_TAKEN : CLI_OPT_INVALID;
 }
 
 enum cli_opt_status cli_session_opt_sched(void *value, const char *arg)
@@ -193,15 +187,13 @@ enum cli_opt_status cli_session_opt_sched(void *value, const char *arg)
 	static const struct choice policies[] = {
 		{ "auto", CLI_SCHED_AUTO }, { "rt", CLI_SCHED_RT }, { "normal", CLI_SCHED_NORMAL },
 	};
-	struct cli_session *a = value;
-	int v;
+	int v = CHOOSE(policies, arg, "scheduling policy",
+		       "auto (real-time when permitted), rt "
+		       "(real-time or nothing) or normal (never real-time)");
 
-	if (!choose(policies, sizeof(policies) / sizeof(policies[0]), arg, &v, "scheduling policy",
-		    "auto (real-time when permitted), rt "
-		    "(real-time or nothing) or normal (never real-time)"))
-		return CLI_OPT_INVALID;
-	a->sched = (enum cli_sched)v;
-	return CLI_OPT_TAKEN;
+	if (v >= 0)
+		((struct cli_session *)value)->sched = (enum cli_sched)v;
+	return v >= 0 ? CLI_OPT_TAKEN : CLI_OPT_INVALID;
 }
 
 int cli_session_check_sched(const struct cli_session *a)

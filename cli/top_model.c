@@ -120,21 +120,12 @@ static bool thread_eq(const struct top_model *m, uint32_t i, const pid_t *tid)
 #define HTAB_COMPARE thread_eq
 #include "lib/htab-type.h"
 
-static uint32_t pair_hash(const struct pair *k)
-{
-	return cprof_hash_finish(cprof_hash_mix(k->thread, k->func));
-}
-
-static bool pair_eq(const struct top_model *m, uint32_t i, const struct pair *k)
-{
-	return m->pairs[i].thread == k->thread && m->pairs[i].func == k->func;
-}
-
+/* A (thread, function) pair: the key is the pair itself. */
 #define HTAB_NAME pair_index
 #define HTAB_CTX struct top_model
 #define HTAB_KEY struct pair
-#define HTAB_HASH(m, k) pair_hash(k)
-#define HTAB_COMPARE pair_eq
+#define HTAB_HASH(m, k) cprof_hash_finish(cprof_hash_mix((k)->thread, (k)->func))
+#define HTAB_COMPARE(m, i, k) ((m)->pairs[i].thread == (k)->thread && (m)->pairs[i].func == (k)->func)
 #include "lib/htab-type.h"
 
 int top_model_create(struct top_model **out)

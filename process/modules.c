@@ -3,7 +3,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +45,6 @@ int proc_modules_create(struct proc_modules **out, pid_t pid)
 {
 	struct proc_modules *t;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -ENOSYS;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
