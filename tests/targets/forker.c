@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /* forker: a fork-per-request server, the shape attach --children is for.
  *
- * forker [-k KEEP] [-n REQUESTS] [-i INTERVAL_MS] [-w WORK_MS] [-s SECONDS]
- *        [-r READYFILE] [-l LOG]
+ * forker [-k KEEP] [-n REQUESTS] [-i INTERVAL_MS] [-w WORK_MS] [-c MAXLIVE]
+ *        [-s SECONDS] [-r READYFILE] [-l LOG]
  *
  * First starts KEEP (default 1) long-lived children that spin in
  * keeper_spin until SECONDS pass (or SIGUSR2), and prints "keeper: PID"
  * for each.  Then, every INTERVAL_MS (default 100) until SECONDS pass or
  * REQUESTS (0, the default: no limit) were forked, forks a "request" child that spins in handle_request for
- * WORK_MS (default 150) of its own CPU time and exits 0.  Each request
+ * WORK_MS (default 150) of its own CPU time and exits 0.  At most MAXLIVE
+ * (default 4) request children run at once: like a server's worker limit,
+ * it waits for one to end before forking the next, so that on a slow or
+ * loaded machine the requests queue instead of piling up by the hundred
+ * (10 forks a second of 150 ms of CPU each is more than 2 CPUs give).  Each request
  * child, before anything else, reads the TracerPid of its /proc/self/status,
  * reads it again once its work is done, and appends one line
  * "SEQ PID TRACERPID_AT_BIRTH TRACERPID_AT_END CPU_NS" to LOG (one
@@ -110,21 +114,35 @@ static int reap(int flags, int *bad)
 	return n;
 }
 
+/* Waits for one child to end: a request, which ends once its work is done. */
+static int reap_one(int *bad)
+{
+	int status;
+
+	if (waitpid(-1, &status, 0) <= 0)
+		return 0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		(*bad)++;
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
-	int keep = 1, interval_ms = 100, work_ms = 150, opt, i, bad = 0, log_fd = -1;
+	int keep = 1, interval_ms = 100, work_ms = 150, max_live = 4, live = 0;
+	int opt, i, bad = 0, log_fd = -1;
 	unsigned seq = 0, requests = 0;
 	double seconds = 10;
 	const char *ready = NULL;
 	struct timespec pause;
 	pid_t keepers[64];
 
-	while ((opt = getopt(argc, argv, "k:n:i:w:s:r:l:")) != -1) {
+	while ((opt = getopt(argc, argv, "k:n:i:w:c:s:r:l:")) != -1) {
 		switch (opt) {
 		case 'k': keep = atoi(optarg); break;
 		case 'n': requests = (unsigned)atoi(optarg); break;
 		case 'i': interval_ms = atoi(optarg); break;
 		case 'w': work_ms = atoi(optarg); break;
+		case 'c': max_live = atoi(optarg) > 0 ? atoi(optarg) : 1; break;
 		case 's': seconds = atof(optarg); break;
 		case 'r': ready = optarg; break;
 		case 'l':
@@ -136,7 +154,7 @@ int main(int argc, char **argv)
 			break;
 		default:
 			fprintf(stderr, "usage: forker [-k KEEP] [-n REQUESTS] [-i INTERVAL_MS] "
-					"[-w WORK_MS] [-s SECONDS] [-r READYFILE] [-l LOG]\n");
+					"[-w WORK_MS] [-c MAXLIVE] [-s SECONDS] [-r READYFILE] [-l LOG]\n");
 			return 2;
 		}
 	}
@@ -175,7 +193,12 @@ int main(int argc, char **argv)
 		}
 		if (p == 0)
 			request_child(seq, (uint64_t)work_ms * 1000000u, log_fd);
-		reap(WNOHANG, &bad);
+		live++;
+		live -= reap(WNOHANG, &bad);
+		/* The keepers end only after the loop: what exits here is a
+		 * request. */
+		while (live >= max_live && !target_past_deadline())
+			live -= reap_one(&bad);
 		nanosleep(&pause, NULL);
 	}
 	for (i = 0; i < keep; i++)
