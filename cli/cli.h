@@ -131,6 +131,7 @@ struct cli_session {
 	bool fsync;		/* --fsync: wait for the disk to hold the profile */
 	unsigned tracer_flags;	/* TRACER_FOLLOW, TRACER_DESCENDANTS: the tree too */
 	bool kernel_off;	/* --kernel off */
+	bool python_off;	/* --python off */
 	/* Set by cli_kernel_setup: the kernel's symbols when kernel frames
 	 * are taken (NULL: none), and otherwise why not. */
 	struct sym_kallsyms *kallsyms;
@@ -152,6 +153,7 @@ enum cli_opt_status cli_session_opt_sched(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_debuginfod_timeout(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_write_timeout(void *value, const char *arg);
 enum cli_opt_status cli_session_opt_kernel(void *value, const char *arg);
+enum cli_opt_status cli_session_opt_python(void *value, const char *arg);
 
 /*
  * Whether a session of a in mode takes kernel frames: not with --kernel
@@ -174,6 +176,7 @@ void cli_kernel_done(struct cli_session *a);
 	CLI_OPTION_CALLBACK(0, "stop", (s), cli_session_opt_stop), \
 	CLI_OPTION_CALLBACK(0, "source", (s), cli_session_opt_source), \
 	CLI_OPTION_CALLBACK(0, "kernel", (s), cli_session_opt_kernel), \
+	CLI_OPTION_CALLBACK(0, "python", (s), cli_session_opt_python), \
 	CLI_OPTION_CALLBACK(0, "sched", (s), cli_session_opt_sched), \
 	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
 	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \

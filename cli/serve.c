@@ -32,7 +32,7 @@ static void serve_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof serve -p PID [--listen ADDR:PORT] [--max-seconds N] [-F HZ]\n"
 		"                   [--stop thread|process] [--source auto|perf|ptrace]\n"
-		"                   [--stack-size BYTES] [--kernel on|off]\n"
+		"                   [--stack-size BYTES] [--kernel on|off] [--python auto|off]\n"
 		"                   [--debuginfod-timeout D] [--no-debuginfod]\n"
 		"                   [--max-connections N] [--timeout SECONDS] [-q]\n"
 		"\n"
@@ -55,6 +55,8 @@ static void serve_usage(FILE *f)
 		"                         perf when permitted.  Wall profiles use stops\n"
 		"      --kernel on|off    on (default): perf samples taken in the kernel carry\n"
 		"                         its frames, where permitted\n"
+		"      --python auto|off  auto (default): CPython's frames in the profiles,\n"
+		"                         read at stops (3.8-3.13)\n"
 		"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k;\n"
 		"                         16k for perf samples unless given, at most 65528)\n"
 		"      --debuginfod-timeout D\n"
@@ -215,6 +217,7 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 		CLI_OPTION_CALLBACK(0, "stop", &c->a, cli_session_opt_stop),
 		CLI_OPTION_CALLBACK(0, "source", &c->a, cli_session_opt_source),
 		CLI_OPTION_CALLBACK(0, "kernel", &c->a, cli_session_opt_kernel),
+		CLI_OPTION_CALLBACK(0, "python", &c->a, cli_session_opt_python),
 		CLI_OPTION_CALLBACK(0, "stack-size", &c->a, cli_session_opt_stack_size),
 		CLI_OPTION_CALLBACK(0, "debuginfod-timeout", &c->a, cli_session_opt_debuginfod_timeout),
 		CLI_OPTION_BOOL(0, "no-debuginfod", &c->a.no_debuginfod),
@@ -348,6 +351,7 @@ int cmd_serve(int argc, char **argv)
 		.stop = c.a.stop,
 		.source = c.a.source,
 		.kernel_frames = cli_kernel_setup(&c.a, SAMPLER_CPU, c.quiet),
+		.python = !c.a.python_off,
 		.debuginfod = !c.a.no_debuginfod,
 		.debuginfod_timeout_ns = c.a.debuginfod_timeout_ns,
 		.build = serve_http_build,

@@ -27,6 +27,19 @@ static int process_label_of(uint32_t key, pid_t *pid, const char **name, void *a
 	return sampler_process_label(arg, key, pid, name);
 }
 
+/* A Python frame's function, file and line, from the session's readers. */
+static int python_line_of(uint64_t id, struct prof_line *out, void *arg)
+{
+	struct py_location loc;
+	int ret = sampler_python_location(arg, id, &loc);
+
+	if (ret < 0)
+		return ret;
+	*out = (struct prof_line){ .function = loc.function, .filename = loc.file,
+				   .line = loc.line };
+	return 0;
+}
+
 static const enum prof_format formats[] = {
 	[CLI_FORMAT_PPROF] = PROF_FORMAT_PPROF,
 	[CLI_FORMAT_COLLAPSED] = PROF_FORMAT_COLLAPSED,
@@ -87,6 +100,7 @@ static void session_of(struct prof_session *ps, struct session_text *t,
 			.duration_nanos = (int64_t)st->elapsed_ns,
 			.thread_label = label_of,
 			.process_label = process_label_of,
+			.python_line = python_line_of,
 			.arg = (void *)s,
 			.kernel = a->kallsyms,
 		},
@@ -248,6 +262,7 @@ int cli_session_run(const struct cli_session *args, pid_t pid, const char *what,
 			.mode = a->mode,
 			.stop = a->stop,
 			.source = a->source,
+			.python = !a->python_off,
 			.tracer_flags = a->tracer_flags |
 					(a->sched == CLI_SCHED_NORMAL ? 0 : TRACER_RT) |
 					(a->sched == CLI_SCHED_AUTO ? TRACER_RT_ADAPT : 0),

@@ -59,6 +59,12 @@ void session_progress_update(const struct sampler_stats *st, void *arg);
  * when it is made up. */
 const char *session_perf_refusal(const struct sampler_stats *st, char *buf, size_t size);
 
+/* session_python.c: the interpreter found and the samples with its frames
+ * (or why its layout was refused): a line on stderr; the "python" and
+ * "python_error" members of --json. */
+void session_print_python(const struct cli_session *a, const struct sampler *s);
+void session_json_python(const struct cli_session *a, const struct sampler *s);
+
 /* After the profile is written: the summary and what debuginfo was missing
  * (unless -q), and the JSON object with --json. */
 void session_report(const struct cli_session *a, pid_t pid, const struct sampler *s,

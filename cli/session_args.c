@@ -182,6 +182,17 @@ enum cli_opt_status cli_session_opt_source(void *value, const char *arg)
 	return v >= 0 ? CLI_OPT_TAKEN : CLI_OPT_INVALID;
 }
 
+enum cli_opt_status cli_session_opt_python(void *value, const char *arg)
+{
+	static const struct choice onoff[] = { { "auto", 0 }, { "off", 1 } };
+	int v = CHOOSE(onoff, arg, "--python",
+		       "auto (CPython's frames, sampled at stops, when the target runs it) or off");
+
+	if (v >= 0)
+		((struct cli_session *)value)->python_off = v;
+	return v >= 0 ? CLI_OPT_TAKEN : CLI_OPT_INVALID;
+}
+
 enum cli_opt_status cli_session_opt_sched(void *value, const char *arg)
 {
 	static const struct choice policies[] = {

@@ -324,6 +324,8 @@ const char *session_perf_refusal(const struct sampler_stats *st, char *buf, size
 		return "--stack-size is more than a perf sample carries (65528 bytes)";
 	case SAMPLER_PERF_GO:
 		return "Go code switches stacks, which a copy from SP cannot follow";
+	case SAMPLER_PERF_PYTHON:
+		return "CPython's frames are in the heap, which a perf sample does not hold";
 	case SAMPLER_PERF_ERRNO:
 		break;
 	}
@@ -583,6 +585,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	print_json_source(st);
 	print_json_finish(end);
 	print_json_kernel(a, st);
+	session_json_python(a, s);
 	fputs(", \"processes\": ", stdout);
 	print_json_processes(s);
 	fputs("}\n", stdout);
@@ -597,6 +600,7 @@ void session_report(const struct cli_session *a, pid_t pid, const struct sampler
 
 	if (!a->quiet) {
 		print_summary(a, sampler_get_stats(s), end);
+		session_print_python(a, s);
 		print_processes(s, sampler_get_stats(s));
 		for (i = 0; print_missing(note->live, i); i++)
 			;

@@ -136,12 +136,42 @@ static int read_code(struct py_proc *py, uint64_t addr, struct py_code *c)
 	if (py->code_type && field(raw, 8) != py->code_type)
 		return -EFAULT;
 	c->addr = addr;
-	c->name = read_str(py, field(raw, l->minor >= 11 ? l->co_qualname : l->co_name));
-	c->file = read_str(py, field(raw, l->co_filename));
+	c->checked = py->epoch;
+	c->name_obj = field(raw, l->minor >= 11 ? l->co_qualname : l->co_name);
+	c->file_obj = field(raw, l->co_filename);
+	c->linetable_obj = field(raw, l->co_linetable);
+	c->name = read_str(py, c->name_obj);
+	c->file = read_str(py, c->file_obj);
 	memcpy(&first, raw + l->co_firstlineno, sizeof(first));
 	c->firstlineno = first;
-	c->linetable = read_bytes(py, field(raw, l->co_linetable), &c->linetable_len);
+	c->linetable = read_bytes(py, c->linetable_obj, &c->linetable_len);
 	return 0;
+}
+
+/*
+ * Whether the code object cached as c is still the one at its address: a
+ * code object freed (a module reloaded, code compiled at run time) may
+ * have its memory reused by another, whose name, file, line table and
+ * first line are other objects and numbers.
+ */
+static bool code_same(const struct py_proc *py, const struct py_code *c)
+{
+	const struct py_layout *l = &py->l;
+	uint8_t raw[CODE_BYTES];
+	int32_t first;
+
+	if (py_mem(py->pid, c->addr, raw, sizeof(raw)) < 0)
+		return false;
+	memcpy(&first, raw + l->co_firstlineno, sizeof(first));
+	return (!py->code_type || field(raw, 8) == py->code_type) &&
+	       field(raw, l->minor >= 11 ? l->co_qualname : l->co_name) == c->name_obj &&
+	       field(raw, l->co_filename) == c->file_obj &&
+	       field(raw, l->co_linetable) == c->linetable_obj && first == c->firstlineno;
+}
+
+void py_proc_new_epoch(struct py_proc *py)
+{
+	py->epoch++;
 }
 
 const struct py_code *py_code_get(struct py_proc *py, uint64_t addr, uint32_t *index)
@@ -151,8 +181,16 @@ const struct py_code *py_code_get(struct py_proc *py, uint64_t addr, uint32_t *i
 
 	ref = code_index_find(&py->code_index, py, &addr, &hash);
 	if (ref) {
-		*index = ref - 1;
-		return &py->codes[ref - 1];
+		struct py_code *old = &py->codes[ref - 1];
+
+		if (old->checked == py->epoch || code_same(py, old)) {
+			old->checked = py->epoch;
+			*index = ref - 1;
+			return old;
+		}
+		/* Another code object now: the old entry stays for the
+		 * locations that name it, unfindable by address. */
+		old->addr = 0;
 	}
 	if (cprof_htab_reserve(&py->code_index, 1) < 0 ||
 	    cprof_grow(&py->codes, &py->cap_codes, py->n_codes + 1, sizeof(*py->codes), 64) < 0 ||
@@ -287,6 +325,9 @@ void py_codes_free(struct py_proc *py)
 	}
 	free(py->codes);
 	free(py->locs);
+	free(py->splice);
+	py->splice = NULL;
+	py->cap_splice = 0;
 	free(py->tstates);
 	py->tstates = NULL;
 	py->n_tstates = py->cap_tstates = 0;

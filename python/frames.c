@@ -275,11 +275,10 @@ size_t py_splice(struct py_proc *py, const struct py_stacks *s, pid_t tid,
 	struct prof_frame *out;
 	size_t i, k = 0, next = 0;
 
-	if (!t || !t->n || n >= max)
+	if (!t || !t->n || n >= max ||
+	    cprof_grow(&py->splice, &py->cap_splice, max, sizeof(*py->splice), 256) < 0)
 		return n;
-	out = malloc(max * sizeof(*out));
-	if (!out)
-		return n;
+	out = py->splice;
 	for (i = 0; i < n && k < max; i++) {
 		/* Frames no C frame was found for go at the root end. */
 		if (frames[i].flags & PROF_FRAME_TRUNCATED)
@@ -293,7 +292,6 @@ size_t py_splice(struct py_proc *py, const struct py_stacks *s, pid_t tid,
 	while (next < t->n && k < max)
 		k = put_share(py, s, t, &next, out, k, max);
 	memcpy(frames, out, k * sizeof(*out));
-	free(out);
 	return k;
 }
 

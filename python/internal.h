@@ -31,7 +31,9 @@ struct py_layout {
 
 /* A code object, read once. */
 struct py_code {
-	uint64_t addr;
+	uint64_t addr;			/* 0: freed and reused since (see code_same) */
+	uint64_t name_obj, file_obj, linetable_obj;	/* what it pointed at when read */
+	uint64_t checked;		/* the epoch it was last found the same in */
 	char *name, *file;
 	int firstlineno;
 	uint8_t *linetable;
@@ -63,6 +65,9 @@ struct py_proc {
 	struct py_loc *locs;
 	size_t n_locs, cap_locs;
 	struct cprof_htab loc_index;
+	uint64_t epoch;			/* py_proc_new_epoch */
+	struct prof_frame *splice;	/* py_splice's work space */
+	size_t cap_splice;
 };
 
 /* Exactly len bytes of the target at addr (process/memory.h).  Returns 0 or -EFAULT. */

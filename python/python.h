@@ -84,11 +84,18 @@ void py_stacks_free(struct py_stacks *s);
  * room for max) where each _PyEval_EvalFrameDefault runs them: each such
  * C frame gets, just above it, the Python frames it is executing.  Frames
  * of a thread whose native walk has fewer interpreter frames go above the
- * outermost one.  Reads code objects (cached by address).  Returns the new
- * number of frames.
+ * outermost one.  Reads code objects (cached by address, checked once per
+ * epoch).  Allocation-free once warm.  Returns the new number of frames.
  */
 size_t py_splice(struct py_proc *py, const struct py_stacks *s, pid_t tid,
 		 struct prof_frame *frames, size_t n, size_t max);
+
+/*
+ * The code objects read so far may have been freed and their addresses
+ * reused: each is checked once more (a few fields compared) at its next
+ * use by py_splice.  A sampler calls it once per round, between stops.
+ */
+void py_proc_new_epoch(struct py_proc *py);
 
 /* The function, file and line of location id (a PROF_FRAME_PYTHON addr).
  * Returns 0 or -ENOENT. */

@@ -327,6 +327,7 @@ static int sample_session(struct hub *h, enum sampler_mode mode, struct sess **s
 			.stop = h->o.stop,
 			.source = h->o.source,
 			.kernel_frames = h->o.kernel_frames && mode == SAMPLER_CPU,
+			.python = h->o.python,
 			.after_attach = on_attached,
 			.after_attach_arg = h,
 			.progress = on_progress,

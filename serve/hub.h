@@ -72,6 +72,7 @@ struct hub_opts {
 	enum sampler_stop stop;
 	enum sampler_source source;
 	bool kernel_frames;	/* sampler_opts.kernel_frames (CPU profiles) */
+	bool python;		/* sampler_opts.python */
 	bool debuginfod;		/* sess_opts.debuginfod */
 	uint64_t debuginfod_timeout_ns;
 	/* Builds w's result from p (stores it through w->user).  Returns 0 or

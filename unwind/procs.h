@@ -50,6 +50,7 @@ struct samp_proc {
 	size_t n_threads;	/* traced threads now */
 	struct proc_modules *mods;
 	struct remote_unwinder *unwinder;
+	struct samp_py_proc *py;	/* its CPython reader (python_sample.c), or NULL */
 	uint64_t samples;	/* samples taken of its threads */
 	uint64_t value_ns;	/* their cpu or wall time */
 };

@@ -11,6 +11,7 @@
 
 #include "lib/clock.h"
 #include "lib/grow.h"
+#include "unwind/python_sample.h"
 #include "unwind/sampler_impl.h"
 
 /* The adaptive stack copy (see the stop source's copy_limit): a walk
@@ -20,8 +21,10 @@ struct snap *samp_next_snap(struct sampler *s)
 {
 	size_t cap = s->cap_snaps, i;
 
-	if (s->n_snaps < s->cap_snaps)
+	if (s->n_snaps < s->cap_snaps) {
+		s->snaps[s->n_snaps].py.n_threads = 0;	/* a source's copy has none */
 		return &s->snaps[s->n_snaps];
+	}
 	if (cprof_grow(&s->snaps, &cap, s->n_snaps + 1, sizeof(*s->snaps), 16) < 0)
 		return NULL;
 	for (i = s->cap_snaps; i < cap; i++) {
@@ -145,6 +148,7 @@ int samp_add_sample(struct sampler *s, uint32_t label, const struct prof_frame *
 	}
 	s->stats.samples++;
 	s->stats.value_ns += value;
+	s->stats.python_samples += samp_py_in(s, f, n);
 	if (label && s->labels[label - 1].proc) {
 		s->labels[label - 1].proc->samples++;
 		s->labels[label - 1].proc->value_ns += value;
@@ -160,7 +164,7 @@ void samp_remember(struct sampler *s, struct tracer_thread *th, const struct pro
 	if (!st || s->o.mode != SAMPLER_WALL)
 		return;
 	if (!st->last_frames) {
-		st->last_frames = malloc(s->o.max_frames * sizeof(*f));
+		st->last_frames = malloc(s->max_stack * sizeof(*f));
 		if (!st->last_frames)
 			return;
 	}
@@ -240,6 +244,7 @@ static int process_snap(struct sampler *s, size_t i)
 		return 0;
 	s->stats.ends[end]++;
 	s->stats.samples_unstopped += sn->unstopped;
+	n = samp_py_splice(s, p, sn, n);
 	n = add_kernel_frames(s, sn, n);
 	samp_remember(s, tracer_find_thread(s->tracer, sn->tid), s->frames, n);
 	return samp_add_sample(s, sn->key, s->frames, n, sn->cpu_ns, NULL);

@@ -15,6 +15,7 @@
 #include "lib/clock.h"
 #include "lib/random.h"
 #include "unwind/perf_thread.h"
+#include "unwind/python_sample.h"
 #include "unwind/sampler_impl.h"
 
 /* An interrupt whose stop has not come after this is forgotten (see
@@ -153,8 +154,10 @@ static void on_exec(struct tracer *t, pid_t pid, void *arg)
 		if (s->source_on[i] && samp_sources[i]->exec)
 			samp_sources[i]->exec(s, p, false);
 	}
-	if (p)
+	if (p) {
 		procs_exec(p, cprof_now_ns());
+		samp_py_exec(s, p);
+	}
 	if (p == s->procs[0])
 		s->root_execed = true;
 	for (i = 0; samp_sources[i]; i++) {
@@ -240,8 +243,9 @@ int sampler_create(struct sampler **out, const struct sampler_opts *o)
 	s->period_ns = 1000000000u / s->o.hz;
 	while (samp_sources[s->base + 1])
 		s->base++;
+	s->max_stack = s->o.python ? 2 * s->o.max_frames : s->o.max_frames;
 	/* (room for a perf sample's kernel frames under the user ones) */
-	s->frames = calloc(s->o.max_frames + SNAP_KERNEL_MAX, sizeof(*s->frames));
+	s->frames = calloc(s->max_stack + SNAP_KERNEL_MAX, sizeof(*s->frames));
 	s->frames2 = calloc(s->o.max_frames, sizeof(*s->frames2));
 	if (!s->frames || !s->frames2)
 		goto err;
@@ -273,6 +277,7 @@ void sampler_destroy(struct sampler *s)
 		return;
 	for (i = 0; samp_sources[i]; i++)
 		samp_sources[i]->destroy(s);
+	samp_py_destroy(s);
 	/* The views first: the root's table holds their modules. */
 	for (i = s->n_procs; i-- > 0;)
 		procs_destroy(s->procs[i]);
@@ -362,6 +367,8 @@ static int session_start(struct sampler *s)
 	ret = procs_refresh(s->procs[0], cprof_now_ns());
 	if (ret < 0)
 		return ret;
+	/* Before the sources start: a CPython target is sampled at stops. */
+	samp_py_check(s, s->procs[0]);
 	s->rng ^= cprof_now_ns() ^ ((uint64_t)getpid() << 32);
 	ret = start_sources(s);
 	s->sources_started = true;

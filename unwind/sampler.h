@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include "profile/stacks.h"
+#include "python/python.h"
 #include "process/modules.h"
 #include "unwind/remote.h"
 #include "unwind/tracer.h"
@@ -60,6 +61,9 @@ enum sampler_perf_refusal {
 	 * stacks, goroutine stacks): a copy from SP cannot follow the walk
 	 * across the switch, which a stop can (remote memory at the stop). */
 	SAMPLER_PERF_GO,
+	/* CPython keeps its frames in the heap, which a kernel stack copy
+	 * does not hold: they are read at stops (sampler_opts.python). */
+	SAMPLER_PERF_PYTHON,
 };
 
 struct sampler_stats;
@@ -90,6 +94,11 @@ struct sampler_opts {
 	 * program to profile (record's child runs cprof's code until it execs
 	 * the command), and its CPU until then is not counted. */
 	bool from_exec;
+	/* CPython's frames read at each stop of a thread of a process found
+	 * to run it, and spliced into its native stack where
+	 * _PyEval_EvalFrameDefault runs them; with SAMPLER_SOURCE_AUTO such a
+	 * process is sampled at stops (perf's copies hold no heap frames). */
+	bool python;
 	/* NULL, or called on the session thread from the sampling loop, at
 	 * most every 250 ms, with the statistics so far (elapsed_ns,
 	 * cprof_cpu_ns and tracer brought up to date for it): a live status
@@ -154,6 +163,10 @@ struct sampler_stats {
 	/* Samples with kernel frames (kernel_frames), and their value. */
 	uint64_t kernel_samples;
 	uint64_t kernel_ns;
+	/* With python: samples with Python frames (reused ones too), and the
+	 * time threads were held for reading them (part of the stops). */
+	uint64_t python_samples;
+	uint64_t python_read_ns;
 	struct tracer_stats tracer;
 	bool attached;
 	bool boosted;		/* the sampling thread runs at raised priority */
@@ -214,5 +227,21 @@ struct sampler_process {
 };
 size_t sampler_process_count(const struct sampler *s);
 int sampler_process_at(const struct sampler *s, size_t i, struct sampler_process *out);
+
+/* With python: the interpreter found (the first, if several processes run
+ * one), or why a layout was refused when none could be read.  The strings
+ * live as long as s. */
+struct sampler_python {
+	const char *version;	/* "3.11.2"; NULL: none found */
+	const char *module;	/* the executable or libpython it was found in */
+	size_t readers;		/* processes (and execs) it was read in */
+	const char *refused;	/* NULL, or the one-line refusal */
+};
+void sampler_python_info(const struct sampler *s, struct sampler_python *out);
+
+/* The function, file and line of a PROF_FRAME_PYTHON frame of s's samples
+ * (its addr).  Returns 0 or -ENOENT.  After the session, or on the
+ * session thread. */
+int sampler_python_location(const struct sampler *s, uint64_t id, struct py_location *out);
 
 #endif

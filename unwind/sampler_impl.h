@@ -71,6 +71,10 @@ struct sampler {
 	size_t n_snaps, cap_snaps;
 	struct prof_frame *frames;
 	struct prof_frame *frames2;	/* a second walk of the same copy */
+	/* frames' room for one sample's user frames: max_frames, twice that
+	 * with Python frames spliced in (kernel frames go under them) */
+	size_t max_stack;
+	struct samp_py *py;	/* CPython readers (python_sample.c), or NULL */
 	struct samp_label *labels;
 	size_t n_labels, cap_labels;
 	uint64_t period_ns;

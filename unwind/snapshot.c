@@ -33,6 +33,7 @@ void snap_fini(struct snap *s)
 	s->stack2 = NULL;
 	s->stack2_len = 0;
 	s->stack_cap = 0;
+	py_stacks_free(&s->py);
 }
 
 void snap_unview(struct snap *s)

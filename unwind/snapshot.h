@@ -15,6 +15,7 @@
 #include <sys/user.h>
 
 #include "process/maps.h"
+#include "python/python.h"
 
 /* The kernel frames a snapshot holds at most (perf source): deeper
  * kernel stacks are rare, and the ring's records stay small. */
@@ -53,6 +54,9 @@ struct snap {
 	 * stop there is no kernel stack to read); n_kernel 0: none. */
 	size_t n_kernel;
 	uint64_t kernel[SNAP_KERNEL_MAX];
+	/* The caller's: the thread's Python frames, read while it could not
+	 * change them (unwind/python_sample.h); n_threads 0: none. */
+	struct py_stacks py;
 };
 
 /* Allocates a snapshot able to hold cap bytes of stack.  Returns 0 or -ENOMEM. */

@@ -19,6 +19,7 @@
 
 #include "lib/clock.h"
 #include "unwind/perf_thread.h"
+#include "unwind/python_sample.h"
 #include "unwind/sampler_impl.h"
 
 /* A thread's ring holds this many samples at least: the rings are emptied
@@ -446,9 +447,10 @@ static int perf_check(struct sampler *s)
 	for (i = 0; i < s->n_procs; i++) {
 		struct samp_proc *p = s->procs[i];
 
-		if (p->gone || !p->ready || samp_before_exec(s, p) || !runs_go(p))
+		if (p->gone || !p->ready || samp_before_exec(s, p) ||
+		    !(runs_go(p) || samp_py_runs(s, p)))
 			continue;
-		s->stats.perf_refused = SAMPLER_PERF_GO;
+		s->stats.perf_refused = runs_go(p) ? SAMPLER_PERF_GO : SAMPLER_PERF_PYTHON;
 		/* (the samples taken so far were perf's: samples_unstopped) */
 		s->stats.source = SAMPLER_SOURCE_PTRACE;
 		return perf_hand_off(s);
@@ -539,6 +541,8 @@ static enum sampler_perf_refusal auto_refusal(struct sampler *s, const struct pe
 		return SAMPLER_PERF_THREADS;
 	if (!samp_before_exec(s, s->procs[0]) && runs_go(s->procs[0]))
 		return SAMPLER_PERF_GO;
+	if (samp_py_runs(s, s->procs[0]))
+		return SAMPLER_PERF_PYTHON;
 	return SAMPLER_PERF_USED;
 }
 

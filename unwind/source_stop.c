@@ -13,6 +13,7 @@
 
 #include "lib/clock.h"
 #include "lib/grow.h"
+#include "unwind/python_sample.h"
 #include "unwind/sigframe.h"
 #include "unwind/source_stop.h"
 
@@ -104,6 +105,7 @@ static bool stop_stopped(struct sampler *s, struct tracer_thread *th, bool group
 	 * delivery), not by a handler that has not run yet. */
 	if (th->last_signal && sigframe_leave_handler(sn, p->pid, th->last_signal, &p->maps))
 		s->stats.samples_signal_entry++;
+	samp_py_read(s, p, sn);
 	sn->own_maps = false;
 	sn->unstopped = false;
 	/* Still stopped: a library mapped for a moment (dlopen and dlclose
@@ -149,11 +151,14 @@ static size_t read_in_place(struct sampler *s, struct tracer_thread *th,
 	if (fd < 0 || !p->unwinder ||
 	    snap_capture_in_place(blocked, p->pid, th->tid, fd, &p->maps, nr) < 0)
 		return 0;
+	/* Its Python frames too, before the check that it did not run. */
+	samp_py_read(s, p, blocked);
 	n = samp_unwind_snap(s, p, blocked, &end, &used, &ran_off);
 	if (!n || end == REMOTE_END_NEED_REGS)
 		return 0;
 	if (procfs_task_sched(fds, &th->task, &after) < 0 || !procfs_sched_same(&after, now))
 		return 0;
+	n = samp_py_splice(s, p, blocked, n);
 	s->stats.samples_unstopped++;
 	s->stats.ends[end]++;
 	return n;
@@ -319,6 +324,7 @@ bool stop_wants(struct sampler *s, struct tracer_thread *th)
 	/* A process new to the session: its maps, before its first sample. */
 	if (!st->proc->ready && procs_refresh(st->proc, cprof_now_ns()) < 0)
 		return false;
+	samp_py_check(s, st->proc);
 	/* schedstat first: one pread says whether the thread ran at all. */
 	if (procfs_task_sched(tracer_fds(s->tracer), &th->task, &sc) < 0)
 		return false;
