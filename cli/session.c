@@ -199,7 +199,8 @@ static int session_outcome(const struct sampler *s, int ret, pid_t pid, struct p
 	if (ret >= 0)
 		return CPROF_EXIT_OK;
 	session_progress_clear(pr);
-	if (st->perf_refused == SAMPLER_PERF_ERRNO && !st->ticks) {
+	if ((st->perf_refused == SAMPLER_PERF_ERRNO || st->perf_refused == SAMPLER_PERF_RINGS) &&
+	    !st->ticks) {
 		/* --source perf, and perf events could not be opened: nothing
 		 * was sampled (auto would have used stops). */
 		cli_error("cannot sample pid %d with perf events: %s (--source auto or ptrace "

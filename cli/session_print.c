@@ -319,7 +319,12 @@ const char *session_perf_refusal(const struct sampler_stats *st, char *buf, size
 	case SAMPLER_PERF_USED:
 		return NULL;
 	case SAMPLER_PERF_THREADS:
-		return "more threads than their rings' memory budget";
+		return "more threads than descriptors for their events (one a thread a CPU; "
+		       "ulimit -n)";
+	case SAMPLER_PERF_RINGS:
+		snprintf(buf, size, "the kernel's budget of locked memory has no room for the "
+			 "rings (%s; perf_event_mlock_kb, ulimit -l)", strerror(-err));
+		return buf;
 	case SAMPLER_PERF_STACK:
 		return "--stack-size is more than a perf sample carries (65528 bytes)";
 	case SAMPLER_PERF_GO:
@@ -351,9 +356,15 @@ static const char *source_text(const struct sampler_stats *st, char *buf, size_t
 	const char *no = session_perf_refusal(st, why, sizeof(why));
 
 	if (st->source == SAMPLER_SOURCE_PERF) {
+		char fell[128] = "";
+
+		if (st->perf_fallbacks)
+			snprintf(fell, sizeof(fell), ", but %llu threads that could have no event (%s)",
+				 (unsigned long long)st->perf_fallbacks,
+				 strerror(-st->perf_fallback_errno));
 		snprintf(buf, size, "samples taken by perf events (the kernel copied %zu KiB of "
-			 "stack each, no thread stopped for a sample%s%s%s)", st->perf_stack >> 10,
-			 st->perf_fallbacks ? ", but the threads that could have no event" : "",
+			 "stack each into %zu KiB of rings, no thread stopped for a sample%s%s%s)",
+			 st->perf_stack >> 10, st->perf_ring_bytes >> 10, fell,
 			 no ? ", then at stops: " : "", no ? no : "");
 		return buf;
 	}
@@ -511,11 +522,16 @@ static void print_json_source(const struct sampler_stats *st)
 
 	printf(", \"source\": \"%s\", \"perf\": {\"threads\": %llu, \"fallbacks\": %llu, "
 	       "\"lost\": %llu, \"throttled\": %llu, \"drains\": %llu, \"stack_bytes\": %zu, "
-	       "\"refused\": ",
+	       "\"ring_bytes\": %zu, \"fallback_cause\": ",
 	       st->source == SAMPLER_SOURCE_PERF ? "perf" : "ptrace",
 	       (unsigned long long)st->perf_threads, (unsigned long long)st->perf_fallbacks,
 	       (unsigned long long)st->perf_lost, (unsigned long long)st->perf_throttled,
-	       (unsigned long long)st->perf_drains, st->perf_stack);
+	       (unsigned long long)st->perf_drains, st->perf_stack, st->perf_ring_bytes);
+	if (st->perf_fallbacks)
+		cli_json_string(stdout, strerror(-st->perf_fallback_errno));
+	else
+		fputs("null", stdout);
+	fputs(", \"refused\": ", stdout);
 	if (no)
 		cli_json_string(stdout, no);
 	else

@@ -246,14 +246,34 @@ start_target() {
 	start_target_bin "$bin" "$@"
 }
 
-# start_target_bin PATH ARGS...: the same for a target binary given by path.
+# start_target_unprivileged NAME ARGS...: start_target, as nobody when the
+# test runs as root, so that the kernel's per-user limits hold for it and
+# for a cprof run with CPROF_PREFIX=("${UNPRIVILEGED[@]}" ...) (root is
+# exempt from RLIMIT_MEMLOCK and perf_event_mlock_kb); $TMP is opened to it.
+# UNPRIVILEGED is empty for another user.
+start_target_unprivileged() {
+	UNPRIVILEGED=()
+	if [ "$(id -u)" = 0 ]; then
+		command -v setpriv >/dev/null 2>&1 || framework_error "setpriv (util-linux) is needed"
+		UNPRIVILEGED=(setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups --)
+		chmod 1777 "$TMP"
+	fi
+	TARGET_PREFIX=(${UNPRIVILEGED[@]+"${UNPRIVILEGED[@]}"})
+	start_target "$@"
+	TARGET_PREFIX=()
+}
+
+# start_target_bin PATH ARGS...: the same for a target binary given by path
+# (run by the command in the array TARGET_PREFIX, if set, which must exec
+# it: TARGET_PID is the target's).
 start_target_bin() {
 	local bin=$1 ready i=0
 	shift
 	TARGET_SEQ=$((TARGET_SEQ + 1))
 	ready="$TMP/target.$TARGET_SEQ.ready"
 	TARGET_OUT="$TMP/target.$TARGET_SEQ.out"
-	"$bin" "$@" -r "$ready" >"$TARGET_OUT" 2>"$TARGET_OUT.err" </dev/null &
+	${TARGET_PREFIX[@]+"${TARGET_PREFIX[@]}"} "$bin" "$@" -r "$ready" >"$TARGET_OUT" \
+		2>"$TARGET_OUT.err" </dev/null &
 	TARGET_PID=$!
 	LIB_PIDS="$LIB_PIDS $TARGET_PID"
 	printf -v "TARGET_OUT_$TARGET_PID" '%s' "$TARGET_OUT"

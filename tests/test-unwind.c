@@ -29,6 +29,7 @@
 #include "process/procfs.h"
 #include "tests/tap.h"
 #include "unwind/capture.h"
+#include "unwind/perf_rings.h"
 #include "unwind/perf_thread.h"
 #include "unwind/remote.h"
 #include "unwind/sigframe.h"
@@ -792,13 +793,31 @@ static void sleep_ms(long ms)
 		;
 }
 
+/* The next sample of the rings (any CPU's) into sn: 1, or 0 when every
+ * ring is empty. */
+static int rings_next(struct perf_rings *rs, struct snap *sn)
+{
+	struct perf_thread *owner;
+	unsigned i, slot;
+	bool redraw;
+	int r;
+
+	for (i = 0; i < perf_rings_count(rs); i++) {
+		while ((r = perf_rings_next(rs, i, sn, true, 8, &owner, &slot, &redraw)) != 0) {
+			if (r == 1)
+				return 1;
+		}
+	}
+	return 0;
+}
+
 /*
- * Samples of a spinning thread, taken out of a ring of 8 KiB (6 records
- * of 1 KiB of stack) in rounds, each round's samples held (viewed) until
- * the round is over: the views keep their bytes while the kernel runs
- * into the held records (it drops samples instead), the records that
- * wrap round the ring's end are copied, a kept view outlives the ring,
- * and released records are written again.
+ * Samples of a spinning thread, taken out of per-CPU rings of 8 KiB (6
+ * records of 1 KiB of stack) in rounds, each round's samples held
+ * (viewed) until the round is over: the views keep their bytes while the
+ * kernel runs into the held records (it drops samples instead), the
+ * records that wrap round the ring's end are copied, a kept view outlives
+ * the rings, and released records are written again.
  */
 static void test_perf_ring(void)
 {
@@ -806,6 +825,7 @@ static void test_perf_ring(void)
 	struct snap sn[N];
 	uint64_t sums[N];
 	struct marked m = { 0, 0 };
+	struct perf_rings *rs = NULL;
 	struct perf_thread *pt = NULL;
 	pthread_t th;
 	size_t n_view = 0, n_copy = 0, n_all = 0, n_marked = 0, n_same = 0, i, n;
@@ -823,20 +843,21 @@ static void test_perf_ring(void)
 	}
 	while (!m.tid)
 		sleep_ms(1);
-	r = perf_thread_open(&pt, m.tid, 1000000, STACK, RING, 0);
+	r = perf_rings_open(&rs, RING, RING, 0);
+	if (r == 0)
+		r = perf_thread_open(&pt, rs, m.tid, 1000000, STACK);
 	if (r < 0) {
 		skip("perf ring: samples read in place", "perf events not permitted here");
+		perf_rings_close(rs);
 		goto out_thread;
 	}
 	for (round = 0; round < ROUNDS; round++) {
 		sleep_ms(40);	/* 40 samples: the ring fills */
-		for (n = 0; n < N && (r = perf_thread_next(pt, &sn[n], true)) != 0;) {
-			if (r == 1)
-				n++;
-		}
+		for (n = 0; n < N && rings_next(rs, &sn[n]);)
+			n++;
 		for (i = 0; i < n; i++) {
 			sums[i] = sum_bytes(&sn[i]);
-			n_marked += holds_mark(&sn[i]);
+			n_marked += holds_mark(&sn[i]) && sn[i].tid == m.tid;
 			if (snap_viewing(&sn[i]))
 				n_view++;
 			else
@@ -852,7 +873,7 @@ static void test_perf_ring(void)
 			n_same -= !(sum_bytes(&sn[0]) == sums[0] && !snap_viewing(&sn[0]));
 		}
 		if (round < ROUNDS - 1)
-			perf_thread_release(pt);
+			perf_rings_release(rs);
 	}
 	check(n_all >= 2 * ROUNDS, "perf ring: samples in every round (%zu)", n_all);
 	check(n_marked == n_all, "perf ring: every sample's copy holds the thread's frame (%zu of %zu)",
@@ -862,10 +883,11 @@ static void test_perf_ring(void)
 	      n_copy);
 	check(n_same == n_all, "perf ring: held samples unchanged while the kernel samples on (%zu of %zu)",
 	      n_same, n_all);
-	check(perf_thread_lost(pt) > 0, "perf ring: the kernel dropped samples at held records (%llu)",
-	      (unsigned long long)perf_thread_lost(pt));
+	check(perf_rings_lost(rs) > 0, "perf ring: the kernel dropped samples at held records (%llu)",
+	      (unsigned long long)perf_rings_lost(rs));
 	perf_thread_close(pt);
-	/* The kept copy outlives the ring. */
+	perf_rings_close(rs);
+	/* The kept copy outlives the rings. */
 	check(holds_mark(&sn[0]) && sum_bytes(&sn[0]) == sums[0],
 	      "perf ring: a kept sample outlives the ring");
 out_thread:

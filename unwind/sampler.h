@@ -46,8 +46,9 @@ enum sampler_stop {
 enum sampler_source {
 	SAMPLER_SOURCE_PTRACE,	/* cprof, at a ptrace stop it asks for */
 	SAMPLER_SOURCE_PERF,	/* the kernel, at a timer interrupt: no stop */
-	/* perf when perf events work here and the rings fit the thread
-	 * count (cpu mode, --stop thread); ptrace otherwise */
+	/* perf when perf events work here, their rings fit the kernel's
+	 * budget and their descriptors the limit (cpu mode, --stop thread);
+	 * ptrace otherwise */
 	SAMPLER_SOURCE_AUTO,
 };
 
@@ -55,7 +56,12 @@ enum sampler_source {
 enum sampler_perf_refusal {
 	SAMPLER_PERF_USED,	/* not refused (or not asked for) */
 	SAMPLER_PERF_ERRNO,	/* perf_event_open or mmap failed: perf_errno */
-	SAMPLER_PERF_THREADS,	/* more threads than the rings' memory budget */
+	/* more threads than the descriptors left for their events (one per
+	 * thread per CPU) */
+	SAMPLER_PERF_THREADS,
+	/* the kernel's budget of locked memory has no room for the rings
+	 * (perf_event_mlock_kb, RLIMIT_MEMLOCK): perf_errno */
+	SAMPLER_PERF_RINGS,
 	SAMPLER_PERF_STACK,	/* a larger stack copy asked for than a sample can carry */
 	/* Go code runs on more than one stack per thread (g0 and signal
 	 * stacks, goroutine stacks): a copy from SP cannot follow the walk
@@ -156,6 +162,8 @@ struct sampler_stats {
 	int perf_errno;			/* SAMPLER_PERF_ERRNO: -errno */
 	uint64_t perf_threads;		/* threads given a perf event */
 	uint64_t perf_fallbacks;	/* ... that could not have one: sampled by stops */
+	int perf_fallback_errno;	/* ... why the first could not (-errno) */
+	size_t perf_ring_bytes;		/* bytes of the rings (one per CPU) */
 	uint64_t perf_lost;		/* samples the kernel dropped, its ring full */
 	uint64_t perf_throttled;	/* times the kernel throttled a thread's samples */
 	uint64_t perf_drains;		/* ticks that took samples out of the rings */

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The perf source's state, shared by its files: source_perf.c (threads,
+ * events, hand-off) and source_perf_drain.c (the rings' records into the
+ * round).
+ */
+#ifndef CPROF_UNWIND_SOURCE_PERF_H
+#define CPROF_UNWIND_SOURCE_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "unwind/sampler_impl.h"
+
+/* A thread's sampling period is drawn anew at the first emptying that
+ * finds it took this many samples at the current one: see source_perf.c's
+ * perf_tick_period. */
+#define LATTICE 8u
+
+struct perf_state {
+	bool starting;		/* offered the threads there at start */
+	int first_error;	/* ... and the first that could not have an event */
+	size_t opened;		/* ... and how many could */
+	bool viewed;		/* some ring holds records read: see perf_give_back */
+	bool check_go;		/* a process is new or execed: see perf_check */
+	size_t stack;		/* bytes of stack a sample carries, at first */
+	size_t stack_max;	/* ... once a walk ran off the first (perf_grow) */
+	struct perf_rings *rings;
+	size_t fds, fd_budget;	/* descriptors of the events, and their limit */
+};
+
+/* What the source keeps per thread (samp_thread.source_data). */
+struct perf_src_thread {
+	struct perf_thread *pt;
+	bool grow;		/* a walk ran off its samples' copy: see perf_grow */
+};
+
+static inline unsigned perf_src_self(void)
+{
+	return samp_source_index(&samp_source_perf);
+}
+
+static inline struct perf_state *perf_src_state(const struct sampler *s)
+{
+	return s->source_state[perf_src_self()];
+}
+
+/* th's events, or NULL when another source samples th. */
+static inline struct perf_src_thread *perf_src_of(const struct tracer_thread *th)
+{
+	const struct samp_thread *st = th->user;
+
+	return st && st->source == perf_src_self() ? st->source_data : NULL;
+}
+
+/* A thread's next period, in its CPU time (source_perf.c). */
+uint64_t perf_src_gap(struct sampler *s);
+
+/* Every ring's samples so far into the round (but those of process skip):
+ * the records read stay in the rings until perf_give_back.  Returns 0 or
+ * -ENOMEM. */
+int perf_src_drain(struct sampler *s, const struct samp_proc *skip);
+
+#endif

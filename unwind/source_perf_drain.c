@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The perf source's drain: the records of the per-CPU rings into the
+ * round, each sample to its thread (the event it names), each announced
+ * mapping to its process, each rename to its thread's label.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "lib/clock.h"
+#include "unwind/perf_rings.h"
+#include "unwind/perf_thread.h"
+#include "unwind/source_perf.h"
+
+/*
+ * Puts an announced text mapping into m, with the mapping of the file's
+ * start below it that the loader made first (not executable, so not
+ * announced): without it the module's base was taken from another load of
+ * the same library (dlopen churn), and its pcs were read at offsets past
+ * the file's end.  Loaders map a library's segments at their file offsets
+ * from that base.  Returns 0 or -ENOMEM.
+ */
+static int add_announced(struct proc_maps *m, const struct proc_map *a)
+{
+	struct proc_map head = *a;
+
+	if (a->offset && a->offset <= a->start) {
+		head.start = a->start - a->offset;
+		head.end = a->start;
+		head.offset = 0;
+		head.perms = PROC_MAP_R | PROC_MAP_P;
+		if (proc_maps_add(m, &head) < 0)
+			return -ENOMEM;
+	}
+	return proc_maps_add(m, a);
+}
+
+/*
+ * The maps a sample of p is unwound against, when the cached ones do not
+ * know its pc.  A stop reads maps while the thread is stopped; a perf
+ * sample is read some milliseconds after it was taken, and a library
+ * mapped for a moment (dlopen, dlclose) may be gone or elsewhere by then.
+ * The kernel announced each executable mapping the thread made, in order
+ * with its samples (take_samples keeps them, procs_announce): the one
+ * holding pc when the sample was read from the ring is the one it ran in.
+ * The sample gets maps of its own: those read at this drain (once per
+ * drain and process), with that mapping over them.  Returns 0 or -ENOMEM.
+ */
+static int sample_maps(struct sampler *s, struct samp_proc *p, struct snap *sn)
+{
+	uint64_t pc = snap_pc(sn);
+	const struct proc_map *a = proc_maps_find(&p->announced, pc);
+	const struct proc_map *c = proc_maps_find(&p->maps, pc);
+	const struct proc_maps *drain;
+	struct proc_maps *m;
+
+	if (a ? c && procs_same_mapping(a, c) :
+		proc_modules_lookup(p->mods, pc) ||
+		/* JIT code in anonymous memory: a read finds the same */
+		(c && (c->perms & PROC_MAP_X) && c->path[0] != '/'))
+		return 0;
+	drain = procs_drain_maps(p, s->stats.perf_drains);
+	if (!drain)
+		return 0;
+	m = calloc(1, sizeof(*m));
+	/* (merged into nothing: a copy) */
+	if (!m || proc_maps_merge_older(m, drain) < 0 || (a && add_announced(m, a) < 0)) {
+		proc_maps_free(m);
+		free(m);
+		return -ENOMEM;
+	}
+	sn->maps = m;
+	sn->own_maps = true;
+	return 0;
+}
+
+/* One record that is no sample (r: what perf_rings_next said): a mapping
+ * announced, or a thread renamed.  Returns 0 or -ENOMEM. */
+static int take_record(struct sampler *s, int r)
+{
+	struct perf_rings *rings = perf_src_state(s)->rings;
+
+	if (r == 3) {
+		pid_t pid;
+		const struct proc_map *m = perf_rings_mapping(rings, &pid);
+		size_t i;
+
+		for (i = 0; i < s->n_procs; i++) {
+			if (s->procs[i]->pid == pid && !s->procs[i]->gone)
+				return procs_announce(s->procs[i], m);
+		}
+		return 0;
+	}
+	if (r == 2) {
+		pid_t tid;
+		const char *comm = perf_rings_comm(rings, &tid);
+		struct tracer_thread *named = tracer_find_thread(s->tracer, tid);
+
+		if (named && named->user)
+			samp_update_label(s, named, comm);
+	}
+	return 0;
+}
+
+/* The sample just read into sn (of pt) into the round, unless it is of
+ * process skip (an exec's old image) or before its exec.  Returns 1 when
+ * it went in, 0 or -ENOMEM. */
+static int take_sample(struct sampler *s, struct snap *sn, struct perf_thread *pt,
+		       const struct samp_proc *skip)
+{
+	struct perf_state *ps = perf_src_state(s);
+	struct tracer_thread *th = tracer_find_thread(s->tracer, sn->tid);
+	struct samp_thread *st = th ? th->user : NULL;
+	struct perf_src_thread *pst = th ? perf_src_of(th) : NULL;
+
+	/* (a thread the tracer forgot, or sampled by another source now) */
+	if (!pst || pst->pt != pt || st->proc == skip)
+		return 0;
+	/* Before the exec: not yet the program, its CPU not counted. */
+	if (samp_before_exec(s, st->proc))
+		return 0;
+	if (!st->proc->ready) {
+		if (procs_refresh(st->proc, cprof_now_ns()) < 0)
+			return 0;
+		ps->check_go = true;
+	}
+	sn->key = st->label;
+	sn->sp_unmapped = !proc_maps_find(&st->proc->maps, snap_sp(sn));
+	if (sample_maps(s, st->proc, sn) < 0)
+		return -ENOMEM;
+	s->n_snaps++;
+	return 1;
+}
+
+/* Takes ring i's records out: the samples into the round (but those of
+ * process skip).  Returns 0 or -ENOMEM. */
+static int drain_ring(struct sampler *s, unsigned i, const struct samp_proc *skip)
+{
+	struct perf_state *ps = perf_src_state(s);
+	struct perf_thread *pt;
+	struct snap *sn;
+	unsigned slot;
+	bool redraw;
+	int r;
+
+	while (perf_rings_pending(ps->rings, i)) {
+		sn = samp_next_snap(s);
+		if (!sn)
+			return -ENOMEM;
+		r = perf_rings_next(ps->rings, i, sn, true, LATTICE, &pt, &slot, &redraw);
+		if (r == 2 || r == 3) {
+			if (take_record(s, r) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		if (r <= 0)
+			break;
+		/* A period drawn anew every few samples: see source_perf.c's perf_tick_period. */
+		if (redraw)
+			perf_thread_set_period(pt, slot, perf_src_gap(s));
+		if (take_sample(s, sn, pt, skip) < 0)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Every ring's samples so far into the round (but those of process skip):
+ * the records read stay in the rings until perf_give_back.  Returns 0 or
+ * -ENOMEM. */
+int perf_src_drain(struct sampler *s, const struct samp_proc *skip)
+{
+	struct perf_state *ps = perf_src_state(s);
+	unsigned i, n = perf_rings_count(ps->rings);
+	int r = 0;
+
+	ps->viewed = true;
+	for (i = 0; i < n && r == 0; i++)
+		r = drain_ring(s, i, skip);
+	s->stats.perf_lost = perf_rings_lost(ps->rings);
+	s->stats.perf_throttled = perf_rings_throttled(ps->rings);
+	return r;
+}
+
