@@ -10,7 +10,7 @@ set -eu
 PACKAGES="
 libunwind-dev libelf-dev libdw-dev libprotobuf-c-dev protobuf-c-compiler
 zlib1g-dev libmicrohttpd-dev autoconf automake libtool pkg-config make gcc
-libiberty-dev libdebuginfod-dev libncurses-dev
+libiberty-dev libdebuginfod-dev libncurses-dev libseccomp-dev
 golang-go elfutils strace libc6-dbg binutils procps rustc nodejs curl debuginfod
 python3 python3.11 tmux linux-perf
 "

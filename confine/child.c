@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/* The confined helper's side: set apart from cprof, confined, then a loop over requests. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "confine/confine-impl.h"
+
+/* In the child: the descriptors it keeps, its signals, its name. */
+static void child_setup(int sock)
+{
+	sigset_t none;
+	int sig, null;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	/* a ^C to cprof's process group is for cprof, which ends the helper */
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGQUIT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	if (sock != CONF_SOCK_FD && dup2(sock, CONF_SOCK_FD) < 0)
+		_exit(127);
+	/* standard output may be the profile: the helper never writes it */
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+	}
+	/* nothing of cprof's open files (the target's /proc, perf events) */
+	close_range(CONF_SOCK_FD + 1, ~0U, 0);
+	prctl(PR_SET_NAME, "cprof-parser", 0, 0, 0);
+}
+
+/*
+ * Serves requests until the socket closes.  forbidden (tests only): the
+ * first request makes a system call the filter forbids, as a parser taken
+ * over would.
+ */
+static void __attribute__((noreturn)) serve_loop(conf_serve_fn serve, void *shm, bool forbidden)
+{
+	struct conf_wire w, a;
+	void *state = NULL;
+	int fds[CONF_MAX_FDS];
+	size_t nfds, len, i;
+	int r;
+
+	for (;;) {
+		r = conf_recv(CONF_SOCK_FD, &w, fds, &nfds);
+		if (r < 0) {
+			for (i = 0; i < nfds; i++)
+				close(fds[i]);
+			_exit(r == -EPIPE ? 0 : 1);
+		}
+		if (forbidden)
+			syscall(SYS_ptrace, PTRACE_TRACEME, 0, NULL, NULL);
+		memset(&a, 0, sizeof(a));
+		len = 0;
+		a.result = serve(&state, w.type, shm, w.len < CONF_MSG_MAX ? w.len : CONF_MSG_MAX,
+				 fds, nfds, (char *)shm + CONF_MSG_MAX, CONF_MSG_MAX, &len);
+		a.len = (uint32_t)len;
+		a.seq = w.seq;
+		if (conf_send(CONF_SOCK_FD, &a, NULL, 0) < 0)
+			_exit(0);
+	}
+}
+
+void conf_child(const struct conf_opts *o, int sock, void *shm)
+{
+	struct conf_wire ready = { 0 };
+	const char *test = getenv("CPROF_TEST_HELPER_FORBIDDEN");
+	bool forbidden = test && strcmp(test, "1") == 0;
+
+	child_setup(sock);
+	ready.result = conf_drop_privileges(o->uid, o->gid);
+	if (!ready.result)
+		ready.result = conf_install_filter(CONF_SOCK_FD);
+	conf_send(CONF_SOCK_FD, &ready, NULL, 0);
+	if (ready.result < 0)
+		_exit(1);
+	serve_loop(o->serve, shm, forbidden);
+}
+
