@@ -124,6 +124,7 @@ struct cli_session {
 	bool source_given;	/* --source was */
 	bool stack_size_given;	/* --stack-size was */
 	bool no_debuginfod;	/* --no-debuginfod */
+	const char *helper_user;	/* --helper-user: the parser's user when root */
 	uint64_t debuginfod_timeout_ns;	/* --debuginfod-timeout: bound of one lookup */
 	/* --write-timeout: from the end of sampling, the bound of symbolizing
 	 * and writing; past it the rest stays unsymbolized (exit 1) */
@@ -139,6 +140,20 @@ struct cli_session {
 };
 
 void cli_session_defaults(struct cli_session *a);
+
+struct conf_helper;
+
+/*
+ * The confined parser (confine/confine.h) every command that reads a live
+ * target symbolizes through, run as user (NULL: nobody) when cprof is root.
+ * Started before anything of the target is opened.  Returns CPROF_EXIT_OK
+ * with *out set, or CPROF_EXIT_FATAL once reported.
+ */
+int cli_helper_start(const char *user, struct conf_helper **out);
+
+/* Reports each death of the parser and ends it.  Returns CPROF_EXIT_OK, or
+ * CPROF_EXIT_PARTIAL when it died (some frames lost their names). */
+int cli_helper_end(struct conf_helper *h);
 
 /* Option callbacks on a struct cli_session (value), one per shared option
  * that needs checking; each reports what it rejects. */
@@ -180,6 +195,7 @@ void cli_kernel_done(struct cli_session *a);
 	CLI_OPTION_CALLBACK(0, "sched", (s), cli_session_opt_sched), \
 	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
 	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \
+	CLI_OPTION_STRING(0, "helper-user", &(s)->helper_user), \
 	CLI_OPTION_CALLBACK(0, "write-timeout", (s), cli_session_opt_write_timeout), \
 	CLI_OPTION_BOOL(0, "fsync", &(s)->fsync), \
 	CLI_OPTION_BOOL('q', "quiet", &(s)->quiet), \
@@ -254,7 +270,8 @@ int cmd_top(int argc, char **argv);
  * as `cprof dump-threads -p PID [--json]` does, and nothing anywhere else.
  * Returns 0, or -errno with "<cause> (<hint>)" in why.
  */
-int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size);
+int cli_dump_threads_write(FILE *f, pid_t pid, bool json, struct conf_helper *helper, char *why,
+			   size_t size);
 
 /* Shared by report and diff (cli/report.c). */
 struct prof_rd_profile;

@@ -33,6 +33,8 @@ struct dump_args {
 	pid_t only[MAX_ONLY];
 	size_t n_only;
 	uint64_t write_timeout_ns;	/* symbolizing's bound, from the capture */
+	const char *helper_user;	/* --helper-user */
+	struct conf_helper *helper;	/* the confined parser */
 };
 
 static void dump_usage(FILE *f)
@@ -153,6 +155,7 @@ static enum cli_parse_result parse_args(int argc, char **argv, struct dump_args 
 		CLI_OPTION_BOOL('q', "quiet", &a->quiet),
 		CLI_OPTION_BOOL(0, "children", &a->children),
 		CLI_OPTION_CALLBACK(0, "python", a, opt_python),
+		CLI_OPTION_STRING(0, "helper-user", &a->helper_user),
 		CLI_OPTION_END,
 	};
 	enum cli_parse_result r;
@@ -397,7 +400,8 @@ static void print_json(struct printer *pr)
 	fputs("\n  ]\n}\n", f);
 }
 
-int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size)
+int cli_dump_threads_write(FILE *f, pid_t pid, bool json, struct conf_helper *helper, char *why,
+			   size_t size)
 {
 	/* dump-threads' defaults: see parse_args */
 	struct dump_args a = { .pid = pid, .json = json, .max_frames = DEFAULT_FRAMES,
@@ -419,6 +423,8 @@ int cli_dump_threads_write(FILE *f, pid_t pid, bool json, char *why, size_t size
 	pr.deadline_ns = cprof_now_ns() + a.write_timeout_ns;
 	if (sym_create(&pr.sym, c.mods, 0) < 0)
 		pr.sym = NULL;	/* addresses only, as dump-threads prints them */
+	else
+		sym_use_helper(pr.sym, helper);
 	if (json)
 		print_json(&pr);
 	else
@@ -560,6 +566,8 @@ static int dump_one(const struct dump_args *a, bool descendant, const char *befo
 			  strerror(-ret));
 		pr.sym = NULL;
 	}
+	if (pr.sym)
+		sym_use_helper(pr.sym, a->helper);
 	/* JIT code is named from the runtime's perf map, read once here. */
 	if (pr.sym && sym_perfmap_create(&pm, a->pid) == 0 && sym_perfmap_refresh(pm, &c.maps) == 0)
 		sym_use_perfmap(pr.sym, pm);
@@ -674,9 +682,15 @@ int cmd_dump_threads(int argc, char **argv)
 {
 	struct dump_args a = { 0 };
 	enum cli_parse_result r;
+	int code;
 
 	r = parse_args(argc, argv, &a);
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
-	return a.children ? dump_tree(&a) : dump_one(&a, false, NULL);
+	/* before the target is touched */
+	code = cli_helper_start(a.helper_user, &a.helper);
+	if (code != CPROF_EXIT_OK)
+		return code;
+	code = a.children ? dump_tree(&a) : dump_one(&a, false, NULL);
+	return worse(code, cli_helper_end(a.helper));
 }

@@ -221,6 +221,7 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 		CLI_OPTION_CALLBACK(0, "stack-size", &c->a, cli_session_opt_stack_size),
 		CLI_OPTION_CALLBACK(0, "debuginfod-timeout", &c->a, cli_session_opt_debuginfod_timeout),
 		CLI_OPTION_BOOL(0, "no-debuginfod", &c->a.no_debuginfod),
+		CLI_OPTION_STRING(0, "helper-user", &c->a.helper_user),
 		CLI_OPTION_BOOL('q', "quiet", &c->quiet),
 		CLI_OPTION_END,
 	};
@@ -342,6 +343,10 @@ int cmd_serve(int argc, char **argv)
 		goto close_fds;
 	}
 	pidfd = open_pidfd(c.pid);
+	/* before the HTTP server's and the sessions' threads */
+	code = cli_helper_start(c.a.helper_user, &c.helper);
+	if (code != CPROF_EXIT_OK)
+		goto close_fds;
 
 	ho = (struct hub_opts){
 		.pid = c.pid,
@@ -354,6 +359,7 @@ int cmd_serve(int argc, char **argv)
 		.python = !c.a.python_off,
 		.debuginfod = !c.a.no_debuginfod,
 		.debuginfod_timeout_ns = c.a.debuginfod_timeout_ns,
+		.helper = c.helper,
 		.build = serve_http_build,
 		.done = serve_http_done,
 		.session_end = serve_http_session_end,
@@ -381,6 +387,9 @@ destroy_hub:
 		serve_http_stop(&c, 0);
 	hub_destroy(c.hub);
 	cli_kernel_done(&c.a);
+	/* a parser's death lost names in some answers */
+	if (cli_helper_end(c.helper) != CPROF_EXIT_OK && code == CPROF_EXIT_OK)
+		code = CPROF_EXIT_PARTIAL;
 close_fds:
 	if (pidfd >= 0)
 		close(pidfd);

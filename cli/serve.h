@@ -26,6 +26,7 @@ struct serve_ctx {
 	int listen_fd;
 	int wake_fd;		/* eventfd: written when a session ends on its own */
 	struct hub *hub;
+	struct conf_helper *helper;	/* the confined parser (cli_helper_start) */
 
 	/* serve_http.c's. */
 	struct MHD_Daemon *daemon;

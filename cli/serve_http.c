@@ -199,7 +199,8 @@ static void *dump_main(void *arg)
 		err = -errno;
 		snprintf(why, sizeof(why), "%s", strerror(errno));
 	} else {
-		err = cli_dump_threads_write(f, c->pid, r->json, why, sizeof(why));
+		err = cli_dump_threads_write(f, c->pid, r->json, c->helper, why,
+					     sizeof(why));
 		if (fclose(f) != 0 && err == 0) {
 			err = -errno;
 			snprintf(why, sizeof(why), "%s", strerror(errno));

@@ -50,6 +50,7 @@ static void setup_sym(struct sym_ctx *sym, void *arg)
 {
 	struct sym_note *note = arg;
 
+	sym_use_helper(sym, note->helper);
 	sym_live_apply(note->live, sym);
 }
 
@@ -221,10 +222,10 @@ static int session_outcome(const struct sampler *s, int ret, pid_t pid, struct p
  * session reported.  Returns the exit code. */
 static int finish_session(const struct cli_session *a, pid_t pid, const char *what, struct sampler *s,
 			  int ret, struct sym_live *live, struct progress *pr,
-			  struct sampler_stats *final)
+			  struct sampler_stats *final, struct conf_helper *helper)
 {
 	uint64_t end_ns = sampling_end_ns(sampler_get_stats(s));
-	struct sym_note note = { .live = live, .mods = sampler_modules(s) };
+	struct sym_note note = { .live = live, .mods = sampler_modules(s), .helper = helper };
 	struct session_end end;
 	int code;
 
@@ -279,6 +280,10 @@ int cli_session_run(const struct cli_session *args, pid_t pid, const char *what,
 	struct sess *sess = NULL;
 	int code, ret;
 
+	/* before the target is touched, while cprof has a single thread */
+	code = cli_helper_start(a->helper_user, &o.helper);
+	if (code != CPROF_EXIT_OK)
+		return code;
 	o.sampler.kernel_frames = cli_kernel_setup(a, a->mode, a->quiet);
 	/* a status line is for a person watching; logs and pipes get the summary alone */
 	if (!a->quiet && isatty(STDERR_FILENO)) {
@@ -289,12 +294,17 @@ int cli_session_run(const struct cli_session *args, pid_t pid, const char *what,
 	if (ret < 0) {
 		cli_error("cannot set up sampling of pid %d: %s", (int)pid, strerror(-ret));
 		cli_kernel_done(a);
+		cli_helper_end(o.helper);
 		return CPROF_EXIT_FATAL;
 	}
 	pr.live = sess_live(sess);
 	ret = sess_run(sess);
-	code = finish_session(a, pid, what, sess_sampler(sess), ret, sess_live(sess), &pr, final);
+	code = finish_session(a, pid, what, sess_sampler(sess), ret, sess_live(sess), &pr, final,
+			      o.helper);
 	sess_destroy(sess);
 	cli_kernel_done(a);
+	/* the profile is written: a parser's death only lost names */
+	if (cli_helper_end(o.helper) != CPROF_EXIT_OK && code == CPROF_EXIT_OK)
+		code = CPROF_EXIT_PARTIAL;
 	return code;
 }

@@ -337,6 +337,7 @@ static int sample_session(struct hub *h, enum sampler_mode mode, struct sess **s
 		},
 		.debuginfod = h->o.debuginfod,
 		.debuginfod_timeout_ns = h->o.debuginfod_timeout_ns,
+		.helper = h->o.helper,
 	};
 	int ret;
 

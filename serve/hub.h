@@ -75,6 +75,7 @@ struct hub_opts {
 	bool python;		/* sampler_opts.python */
 	bool debuginfod;		/* sess_opts.debuginfod */
 	uint64_t debuginfod_timeout_ns;
+	struct conf_helper *helper;	/* sess_opts.helper */
 	/* Builds w's result from p (stores it through w->user).  Returns 0 or
 	 * -errno, which lands in w->err. */
 	int (*build)(struct hub_window *w, const struct hub_profile *p, void *arg);

@@ -115,6 +115,7 @@ struct sym_live *sess_live(const struct sess *s)
 
 void sess_apply_symbols(struct sess *s, struct sym_ctx *sym)
 {
+	sym_use_helper(sym, s->o.helper);
 	sym_live_apply(s->live, sym);
 }
 

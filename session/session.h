@@ -31,6 +31,9 @@ struct sess_opts {
 	struct sampler_opts sampler;
 	bool debuginfod;		/* download missing debuginfo (DEBUGINFOD_URLS) */
 	uint64_t debuginfod_timeout_ns;	/* bound of one lookup */
+	/* The confined parser symbolizers parse in (symbolize.h,
+	 * sym_use_helper), which outlives the session; NULL: in this process. */
+	struct conf_helper *helper;
 };
 
 struct sess;

@@ -149,3 +149,34 @@ bool sym_debuginfo_local(struct objfile *f, const char *file_name, const char *b
 	}
 	return local;
 }
+
+int sym_debuginfo_open_build_id(const char *build_id, char **found)
+{
+	char *path = NULL;
+	int fd;
+
+	if (!build_id || strlen(build_id) < 3 ||
+	    asprintf(&path, DEBUG_DIR "/.build-id/%.2s/%s.debug", build_id, build_id + 2) < 0)
+		return -ENOENT;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fd = -errno;
+		free(path);
+		return fd;
+	}
+	*found = path;
+	return fd;
+}
+
+int sym_debuginfo_open_link(struct objfile *f, const char *file_name, char **found)
+{
+	const char *link;
+	GElf_Word crc = 0;
+
+	if (!f)
+		return -ENOENT;
+	link = dwelf_elf_gnu_debuglink(objfile_lock(f), &crc);
+	/* The link's name lives in the mapped file, which outlives the lock. */
+	objfile_unlock(f);
+	return sym_debuglink_open(link, crc, file_name, found);
+}

@@ -31,4 +31,14 @@ struct objfile;
  */
 bool sym_debuginfo_local(struct objfile *f, const char *file_name, const char *build_id);
 
+/*
+ * The separate debug file of build_id (lowercase hex) under /usr/lib/debug,
+ * opened.  Returns the descriptor (*found: its path, malloc'd) or -errno.
+ */
+int sym_debuginfo_open_build_id(const char *build_id, char **found);
+
+/* The debug file f's .gnu_debuglink names (f opened as file_name), as
+ * sym_debuglink_open opens it.  Returns the descriptor or -errno. */
+int sym_debuginfo_open_link(struct objfile *f, const char *file_name, char **found);
+
 #endif

@@ -89,6 +89,12 @@ static int find_debuginfo(Dwfl_Module *dm, void **userdata, const char *modname,
 	const char *path;
 	int fd;
 
+	/* in the helper: the file the privileged side opened, nothing else */
+	if (ctx && ctx->debuginfo_fd) {
+		if ((debuglink_file && !debuglink_crc) || !build_id_hex(dm, id))
+			return -1;
+		return ctx->debuginfo_fd(ctx->debuginfo_fd_arg, id, debuginfo_file_name);
+	}
 	fd = dwfl_build_id_find_debuginfo(dm, userdata, modname, base, file_name, debuglink_file,
 					  debuglink_crc, debuginfo_file_name);
 	if (fd >= 0 || (debuglink_file && !debuglink_crc))

@@ -35,6 +35,8 @@ struct mod_state {
 	Dwarf_Addr cus_bias;
 	bool go_tried;		/* go was tried */
 	struct gopcln *go;	/* Go's pc-line table, for a Go binary without symbols */
+	uint64_t remote_gen;	/* the helper's generation it was sent to (remote.c) */
+	bool remote_dead;	/* the helper died on it: its frames stay unnamed */
 	bool plt_tried;		/* plt was tried */
 	struct sym_plt *plt;	/* its PLT stubs' names (plt.h) */
 };
@@ -56,8 +58,19 @@ struct sym_ctx {
 	/* debug files found beyond this machine (downloads); NULL: none */
 	const char *(*debuginfo)(void *arg, const char *build_id);
 	void *debuginfo_arg;
+	/* In the helper: the debug file of build_id, opened by the privileged
+	 * side (a descriptor of its own, *name its path), or -1; nothing is
+	 * opened by path then.  NULL: outside the helper. */
+	int (*debuginfo_fd)(void *arg, const char *build_id, char **name);
+	void *debuginfo_fd_arg;
 	unsigned flags;
 	Dwfl *dwfl;
+
+	/* Parsing in the confined helper (remote.c); NULL: in this process. */
+	struct conf_helper *helper;
+	uint32_t remote_id;	/* this context's name in the helper */
+	uint64_t remote_sent;	/* the helper generation modules were last sent to */
+	char *remote_buf;	/* room for one answer */
 
 	struct mod_state *mods;
 	size_t nmods;		/* slots (all zeroed until used), by module id - 1 */
@@ -106,6 +119,14 @@ Dwfl *sym_dwfl_begin(void);
  * when the module cannot be read) or -ENOMEM.
  */
 int sym_report_module(struct sym_ctx *ctx, const struct proc_module *mod, struct mod_state *st);
+
+/* remote.c */
+/* resolve() done by the helper: the same contract, but a module the helper
+ * dies on is unnamed (0 frames), not an error.  Returns 0 or -ENOMEM. */
+int sym_remote_resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mod_state *st,
+		       uint64_t vaddr, struct sym_frame **out, size_t *n, bool *has_lines);
+/* Tells the helper ctx is done (when it still has ctx's modules). */
+void sym_remote_close(struct sym_ctx *ctx);
 
 /* dwarf_scopes.c */
 /* The line table row for DWARF address da into r->src, r->line. */

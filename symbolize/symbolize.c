@@ -90,6 +90,8 @@ void sym_destroy(struct sym_ctx *ctx)
 
 	if (!ctx)
 		return;
+	if (ctx->helper)
+		sym_remote_close(ctx);
 	/* dwfl_end closes the fds handed to dwfl_report_elf. */
 	dwfl_end(ctx->dwfl);
 	sym_names_free(ctx);
@@ -187,6 +189,8 @@ static int resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mo
 	Dwarf_Addr da;
 	int ret;
 
+	if (ctx->helper)
+		return sym_remote_resolve(ctx, mod, st, vaddr, out, n, has_lines);
 	*out = NULL;
 	*n = 0;
 	*has_lines = false;
@@ -236,6 +240,13 @@ void sym_use_debuginfo(struct sym_ctx *ctx, const char *(*fn)(void *arg, const c
 {
 	ctx->debuginfo = fn;
 	ctx->debuginfo_arg = arg;
+}
+
+void sym_use_debuginfo_fds(struct sym_ctx *ctx,
+			   int (*fn)(void *arg, const char *build_id, char **name), void *arg)
+{
+	ctx->debuginfo_fd = fn;
+	ctx->debuginfo_fd_arg = arg;
 }
 
 /* Code outside any module: named by the runtime's perf map, if anything. */
@@ -354,5 +365,7 @@ bool sym_module_unnamed(struct sym_ctx *ctx, const struct proc_module *mod)
 {
 	if (!ctx || !mod || !mod->id || mod->id > ctx->nmods)
 		return false;
-	return ctx->mods[mod->id - 1].looked_up && !ctx->mods[mod->id - 1].has_functions;
+	/* one the parser died on is not one without symbols */
+	return ctx->mods[mod->id - 1].looked_up && !ctx->mods[mod->id - 1].has_functions &&
+	       !ctx->mods[mod->id - 1].remote_dead;
 }

@@ -61,6 +61,26 @@ void sym_use_jit_names(struct sym_ctx *ctx,
 void sym_use_debuginfo(struct sym_ctx *ctx, const char *(*fn)(void *arg, const char *build_id),
 		       void *arg);
 
+struct conf_helper;
+
+/*
+ * Parses in the confined helper h (confine/confine.h, started with
+ * sym_remote_serve as its handler), which must outlive ctx: modules' files
+ * and debug files are opened here and handed over, the helper sends back
+ * names, files and lines.  A module the helper dies on keeps its frames
+ * unnamed (h records the death).  Before the first sym_lookup.  NULL:
+ * parse in this process.
+ */
+void sym_use_helper(struct sym_ctx *ctx, struct conf_helper *h);
+
+/*
+ * In the helper: the separate debug file of a module comes from fn(arg,
+ * build_id, &name) (a descriptor for the symbolizer to own, or -1), and
+ * nothing is opened by path.
+ */
+void sym_use_debuginfo_fds(struct sym_ctx *ctx,
+			   int (*fn)(void *arg, const char *build_id, char **name), void *arg);
+
 /*
  * Symbolizes addr (a runtime address inside mod's mapping at sampling time).
  * is_return_address: addr is a caller frame's return address, so the call

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/* The confined parser of a command: started before the target is touched, its deaths reported. */
+#include "config.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "confine/confine.h"
+#include "symbolize/remote.h"
+
+/* New parsers after the first dies: a module that kills each one costs one. */
+#define HELPER_RESTARTS 3
+/* An answer later than this: the parser hangs (the first lookup in a big
+ * module's DWARF takes a fraction of a second). */
+#define HELPER_TIMEOUT_NS (30 * 1000000000ull)
+
+int cli_helper_start(const char *user, struct conf_helper **out)
+{
+	struct conf_opts o = {
+		.serve = sym_remote_serve,
+		.uid = getuid(),
+		.gid = getgid(),
+		.max_restarts = HELPER_RESTARTS,
+		.call_timeout_ns = HELPER_TIMEOUT_NS,
+	};
+	int ret;
+
+	*out = NULL;
+	if (geteuid() == 0 && conf_user_lookup(user ? user : "nobody", &o.uid, &o.gid) < 0) {
+		cli_error("cannot find user '%s' (--helper-user names the user the parser runs as)",
+			  user ? user : "nobody");
+		return CPROF_EXIT_FATAL;
+	}
+	if (geteuid() == 0 && o.uid == 0) {
+		cli_error("cannot run the parser as '%s': it is root (--helper-user names an "
+			  "unprivileged user)", user ? user : "nobody");
+		return CPROF_EXIT_FATAL;
+	}
+	ret = conf_start(out, &o);
+	if (ret < 0) {
+		cli_error("cannot start the confined parser: %s (cprof needs seccomp and fork)",
+			  strerror(-ret));
+		return CPROF_EXIT_FATAL;
+	}
+	return CPROF_EXIT_OK;
+}
+
+static void report_death(const struct conf_death *d)
+{
+	char how[64] = "";
+
+	if (d->signal)
+		snprintf(how, sizeof(how), " (%s)", d->signal == SIGSYS ? "a forbidden system call" :
+			 strsignal(d->signal));
+	if (d->subject && d->kind == CONF_HUNG)
+		cli_error("parsing %s (build id %s) hung the parser; its frames keep their addresses",
+			  d->subject, d->subject_id ? d->subject_id : "none");
+	else if (d->subject)
+		cli_error("parsing %s (build id %s) crashed the parser%s; its frames keep their "
+			  "addresses", d->subject, d->subject_id ? d->subject_id : "none", how);
+	else
+		cli_error("the parser died between requests%s; a new one took over", how);
+}
+
+int cli_helper_end(struct conf_helper *h)
+{
+	const struct conf_death *d;
+	size_t i;
+
+	if (!h)
+		return CPROF_EXIT_OK;
+	conf_check(h);
+	for (i = 0; (d = conf_death(h, i)); i++)
+		report_death(d);
+	if (conf_exhausted(h))
+		cli_error("the parser died %zu times, no new one was started: the frames of the "
+			  "modules left keep their addresses and build ids (pprof can symbolize them)", i);
+	conf_stop(h);
+	return i ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
+}
