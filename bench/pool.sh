@@ -27,6 +27,10 @@
 #            100 when totals are unbiased
 #   eff Hz   samples per thread per second (wall), or per running thread
 #            (cpu: 2 spinning threads)
+#   work%    the spinning threads' throughput (their loop counter, read
+#            from the target's memory before and after) / the median of
+#            the runs with no profiler attached ("no profiler" rows),
+#            measured in the same session, interleaved
 #
 # Figures only: it never fails on a timing.  Exit status 1 only on a real
 # error (no cprof, no gcc, a target died, a tool failed).
@@ -79,12 +83,40 @@ start_target() {
 	sleep 0.5
 }
 
+# counter: the pool's spin_counter (the spinning threads' work), read from
+# the target's memory at the symbol's address (PIE: from the executable's
+# first mapping).
+COUNTER_OFF=$(nm "$WORK/pool" | awk '$3 == "spin_counter" { print $1 }')
+[ -n "$COUNTER_OFF" ] || die "no spin_counter symbol in the pool target"
+counter() {
+	python3 - "$TPID" "$COUNTER_OFF" "$WORK/pool" <<'EOF'
+import os, struct, sys
+pid, off, exe = int(sys.argv[1]), int(sys.argv[2], 16), os.path.realpath(sys.argv[3])
+base = None
+for line in open("/proc/%d/maps" % pid):
+    f = line.split()
+    if len(f) >= 6 and f[5] == exe:
+        base = int(f[0].split("-")[0], 16) - int(f[2], 16)
+        break
+with open("/proc/%d/mem" % pid, "rb") as m:
+    m.seek(base + off)
+    print(struct.unpack("<Q", m.read(8))[0])
+EOF
+}
+
 # run_variant TARGET NAP VARIANT: one run on a fresh target; appends
-# "target variant cpu% missed% us/sample cover% total% effhz" to runs.
+# "target variant cpu% missed% us/sample cover% total% effhz rate" to runs
+# (rate: the spinning threads' counter per second meanwhile).
 run_variant() {
-	local target=$1 nap=$2 v=$3 mode bin n
+	local target=$1 nap=$2 v=$3 mode bin n c0 c1 t0 t1
 	start_target "$nap"
+	c0=$(counter) || die "cannot read the pool's counter"
+	t0=$(date +%s%N)
 	case $v in
+	none)
+		sleep "$SECS"
+		echo "$target none - - - - - -" >>"$WORK/runs"
+		;;
 	perf)
 		/usr/bin/time -f '%U %S %e' -o "$WORK/time" perf record -q -F "$HZ" -g -o "$WORK/perf.data" \
 			-p "$TPID" -- sleep "$SECS" >/dev/null 2>"$WORK/err" ||
@@ -122,11 +154,16 @@ EOF
 			die "cannot read cprof --json: $(head -c 300 "$WORK/out")"
 		;;
 	esac
+	t1=$(date +%s%N)
+	c1=$(counter) || die "the $target pool died during $v"
+	# (the rate goes at the end of the line just written)
+	sed -i '$ s/$/ '"$(awk -v a="$c0" -v b="$c1" -v t="$((t1 - t0))" 'BEGIN { printf "%.0f", (b - a) * 1e9 / t }')"'/' \
+		"$WORK/runs"
 	kill -0 "$TPID" 2>/dev/null || die "the $target pool died during $v"
 	stop_target
 }
 
-VARIANTS=(new/cpu new/wall)
+VARIANTS=(none new/cpu new/wall)
 [ -n "$BASE" ] && VARIANTS+=(base/cpu base/wall)
 [ -n "$PERF" ] && VARIANTS+=(perf)
 
@@ -162,18 +199,23 @@ def col(vals, i):
     med = xs[len(xs) // 2] if len(xs) % 2 else (xs[len(xs) // 2 - 1] + xs[len(xs) // 2]) / 2
     return med, "%.1f [%.1f-%.1f]" % (med, xs[0], xs[-1])
 names = {"new/cpu": "cprof cpu", "new/wall": "cprof wall", "base/cpu": "baseline cpu",
-         "base/wall": "baseline wall", "perf": "perf -F -g"}
-hdr = ("target", "variant", "cpu% med [min-max]", "missed%", "us/sample", "cover%", "total%", "eff Hz")
-print("%-7s %-13s %-20s %-20s %-22s %-18s %-18s %s" % hdr)
+         "base/wall": "baseline wall", "perf": "perf -F -g", "none": "no profiler"}
+hdr = ("target", "variant", "cpu% med [min-max]", "missed%", "us/sample", "cover%", "total%",
+       "eff Hz", "work% med [min-max]")
+print("%-7s %-13s %-20s %-20s %-22s %-18s %-18s %-18s %s" % hdr)
 meds = {}
 for target in ("parked", "waking"):
-    for v in ("new/cpu", "base/cpu", "new/wall", "base/wall", "perf"):
+    rates = sorted(float(v[6]) for v in rows.get((target, "none"), []))
+    ref = rates[len(rates) // 2] if rates else 0
+    for v in ("none", "new/cpu", "base/cpu", "new/wall", "base/wall", "perf"):
         vals = rows.get((target, v))
         if not vals:
             continue
         cells = [col(vals, i) for i in range(6)]
         meds[(target, v)] = [c[0] for c in cells]
-        print("%-7s %-13s %-20s %-20s %-22s %-18s %-18s %s" % ((target, names[v]) + tuple(c[1] for c in cells)))
+        work = [["%.1f" % (100 * float(x[6]) / ref) if ref else "-"] for x in vals]
+        print("%-7s %-13s %-20s %-20s %-22s %-18s %-18s %-18s %s" %
+              ((target, names[v]) + tuple(c[1] for c in cells) + (col(work, 0)[1],)))
 if sys.argv[2:] and sys.argv[2]:
     print()
     for target in ("parked", "waking"):
@@ -182,6 +224,10 @@ if sys.argv[2:] and sys.argv[2]:
             if a and b and b[0]:
                 print("%s %s: cprof CPU %.2fx the baseline's, CPU per sample %.2fx" %
                       (target, mode, a[0] / b[0], a[2] / b[2] if b[2] else float("nan")))
+for target in ("parked", "waking"):
+    a, p = meds.get((target, "new/cpu")), meds.get((target, "perf"))
+    if a and p and p[0]:
+        print("%s: cprof cpu mode's CPU %.2fx perf record -g's" % (target, a[0] / p[0]))
 EOF
 echo
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg) (start: $LOAD0)"
