@@ -327,8 +327,6 @@ const char *session_perf_refusal(const struct sampler_stats *st, char *buf, size
 		return buf;
 	case SAMPLER_PERF_STACK:
 		return "--stack-size is more than a perf sample carries (65528 bytes)";
-	case SAMPLER_PERF_GO:
-		return "Go code switches stacks, which a copy from SP cannot follow";
 	case SAMPLER_PERF_PYTHON:
 		return "CPython's frames are in the heap, which a perf sample does not hold";
 	case SAMPLER_PERF_ERRNO:

@@ -845,7 +845,7 @@ static void test_perf_ring(void)
 		sleep_ms(1);
 	r = perf_rings_open(&rs, RING, RING, 0);
 	if (r == 0)
-		r = perf_thread_open(&pt, rs, m.tid, 1000000, STACK);
+		r = perf_thread_open(&pt, rs, m.tid, 1000000, STACK, false);
 	if (r < 0) {
 		skip("perf ring: samples read in place", "perf events not permitted here");
 		perf_rings_close(rs);

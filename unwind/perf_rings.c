@@ -292,22 +292,27 @@ bool perf_rings_holds(const struct perf_rings *r, const void *p)
 	return false;
 }
 
-/* The kernel's call chain of the sample at pos (its u64 count first) into
- * sn, without the context markers (PERF_CONTEXT_KERNEL...).  Returns the
- * position after it, or 0 when it overruns end. */
+/* The call chain of the sample at pos (its u64 count first) into sn: the
+ * kernel's part into sn->kernel, the user part (user: asked for) into
+ * sn->user, without the context markers (PERF_CONTEXT_KERNEL,
+ * PERF_CONTEXT_USER) that start each.  Returns the position after it, or
+ * 0 when it overruns end. */
 static uint64_t parse_callchain(const struct perf_rings *r, const struct ring *g, uint64_t pos,
-				uint64_t end, struct snap *sn)
+				uint64_t end, struct snap *sn, bool user)
 {
-	uint64_t nr = ring_u64(r, g, pos), i, ip;
+	uint64_t nr = ring_u64(r, g, pos), i, ip, ctx = PERF_CONTEXT_KERNEL;
 
-	sn->n_kernel = 0;
 	pos += 8;
 	if (nr > (end - pos) / 8)
 		return 0;
-	for (i = 0; i < nr && sn->n_kernel < SNAP_KERNEL_MAX; i++) {
+	for (i = 0; i < nr; i++) {
 		ip = ring_u64(r, g, pos + 8 * i);
-		if (ip < PERF_CONTEXT_MAX)
+		if (ip >= PERF_CONTEXT_MAX)
+			ctx = ip;
+		else if (ctx == PERF_CONTEXT_KERNEL && r->callchain && sn->n_kernel < SNAP_KERNEL_MAX)
 			sn->kernel[sn->n_kernel++] = ip;
+		else if (ctx == PERF_CONTEXT_USER && user && sn->n_user < SNAP_USER_MAX)
+			sn->user[sn->n_user++] = ip;
 	}
 	return pos + 8 * nr;
 }
@@ -393,8 +398,9 @@ static int parse_sample(struct perf_rings *r, struct ring *g, uint64_t pos, uint
 	count = ring_u64(r, g, pos);
 	pos += 8;
 	sn->n_kernel = 0;
-	if (r->callchain) {
-		pos = parse_callchain(r, g, pos, end, sn);
+	sn->n_user = 0;
+	if (r->callchain || perf_thread_user_chain(id->pt)) {
+		pos = parse_callchain(r, g, pos, end, sn, perf_thread_user_chain(id->pt));
 		if (!pos || pos + 8 > end)
 			return -EIO;
 	}

@@ -34,6 +34,7 @@ struct perf_thread {
 	struct perf_rings *rings;
 	pid_t tid;
 	size_t stack_size;
+	bool user_chain;	/* samples carry the user frame-pointer walk */
 	uint64_t owed;		/* CPU time carried to the next sample */
 	unsigned n;		/* events: one per ring */
 	struct perf_ev ev[];
@@ -44,7 +45,7 @@ struct perf_thread {
 static int kernel_allowed = -1;
 
 static void fill_attr(struct perf_event_attr *a, uint64_t period_ns, size_t stack_size,
-		      bool exclude_kernel, bool callchain)
+		      bool exclude_kernel, bool callchain, bool user_chain)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -64,6 +65,13 @@ static void fill_attr(struct perf_event_attr *a, uint64_t period_ns, size_t stac
 		a->exclude_callchain_user = 1;
 		a->sample_max_stack = SNAP_KERNEL_MAX;
 	}
+	if (user_chain) {
+		/* ... and the user part too (unwind/go_chain.c). */
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->exclude_callchain_user = 0;
+		a->exclude_callchain_kernel = !callchain;
+		a->sample_max_stack = (callchain ? SNAP_KERNEL_MAX : 0) + SNAP_USER_MAX;
+	}
 	a->exclude_kernel = exclude_kernel;
 	a->exclude_hv = 1;
 	/* A rename comes in the ring, in order with the samples: a thread
@@ -77,12 +85,12 @@ static void fill_attr(struct perf_event_attr *a, uint64_t period_ns, size_t stac
 }
 
 static int open_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
-		      bool exclude_kernel, bool callchain, bool disabled)
+		      bool exclude_kernel, bool callchain, bool user_chain, bool disabled)
 {
 	struct perf_event_attr a;
 	long fd;
 
-	fill_attr(&a, period_ns, stack_size, exclude_kernel, callchain);
+	fill_attr(&a, period_ns, stack_size, exclude_kernel, callchain, user_chain);
 	if (disabled) {
 		/* A ring's owner: it never counts, so never samples, nor
 		 * reports the calling thread's renames and mappings.  Nobody
@@ -104,7 +112,7 @@ int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 	int fd;
 
 	if (allowed != 0) {
-		fd = open_event(tid, cpu, period_ns, stack_size, false, *callchain, disabled);
+		fd = open_event(tid, cpu, period_ns, stack_size, false, *callchain, false, disabled);
 		if (fd != -EACCES && fd != -EPERM) {
 			if (fd >= 0)
 				__atomic_store_n(&kernel_allowed, 1, __ATOMIC_RELAXED);
@@ -112,7 +120,7 @@ int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 		}
 	}
 	*callchain = false;
-	fd = open_event(tid, cpu, period_ns, stack_size, true, false, disabled);
+	fd = open_event(tid, cpu, period_ns, stack_size, true, false, false, disabled);
 	if (fd >= 0)
 		__atomic_store_n(&kernel_allowed, 0, __ATOMIC_RELAXED);
 	return fd;
@@ -138,8 +146,10 @@ bool perf_thread_kernel_allowed(void)
 size_t perf_thread_record_size(size_t stack_size)
 {
 	/* header, id, pid/tid, read value, call chain (its length, a context
-	 * marker, the frames), abi, registers, size, stack, dyn_size */
-	return 8 + 8 + 8 + 8 + 8 * (2 + SNAP_KERNEL_MAX) + 8 + 8 * N_REGS + 8 + stack_size + 8;
+	 * marker and the frames of each part), abi, registers, size, stack,
+	 * dyn_size */
+	return 8 + 8 + 8 + 8 + 8 * (3 + SNAP_KERNEL_MAX + SNAP_USER_MAX) + 8 + 8 * N_REGS + 8 +
+	       stack_size + 8;
 }
 
 /* Opens pt's event on ring i's CPU, writing into that ring.  Returns 0 or
@@ -151,7 +161,8 @@ static int open_slot(struct perf_thread *pt, unsigned i, uint64_t period_ns)
 	int fd;
 
 	fd = open_event(pt->tid, perf_rings_cpu(pt->rings, i), period_ns, pt->stack_size,
-			__atomic_load_n(&kernel_allowed, __ATOMIC_RELAXED) == 0, callchain, false);
+			__atomic_load_n(&kernel_allowed, __ATOMIC_RELAXED) == 0, callchain,
+			pt->user_chain, false);
 	if (fd < 0)
 		return fd;
 	pt->ev[i].fd = fd;
@@ -162,7 +173,7 @@ static int open_slot(struct perf_thread *pt, unsigned i, uint64_t period_ns)
 }
 
 int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t tid,
-		     uint64_t period_ns, size_t stack_size)
+		     uint64_t period_ns, size_t stack_size, bool user_chain)
 {
 	unsigned i, n = perf_rings_count(rings);
 	struct perf_thread *pt;
@@ -176,6 +187,7 @@ int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t t
 	pt->rings = rings;
 	pt->tid = tid;
 	pt->stack_size = stack_size;
+	pt->user_chain = user_chain;
 	for (i = 0; i < n; i++)
 		pt->ev[i].fd = -1;
 	pt->n = n;
@@ -211,6 +223,11 @@ pid_t perf_thread_tid(const struct perf_thread *pt)
 size_t perf_thread_stack_size(const struct perf_thread *pt)
 {
 	return pt->stack_size;
+}
+
+bool perf_thread_user_chain(const struct perf_thread *pt)
+{
+	return pt->user_chain;
 }
 
 uint64_t perf_thread_sampled(struct perf_thread *pt, unsigned slot, uint64_t count,

@@ -34,21 +34,27 @@ struct perf_rings;
  * of 8) into the ring of the CPU it ran on.  Samples taken in the kernel
  * (a system call) carry the user registers and stack at its entry; where
  * perf_event_paranoid forbids that, they are not taken, and their CPU
- * time goes to the thread's next sample.  Returns 0, or -errno:
- * -ENOENT/-ESRCH (the thread is gone), -EACCES/-EPERM (not permitted),
- * -EMFILE (a descriptor per CPU), -ENOMEM.
+ * time goes to the thread's next sample.  With user_chain, samples carry
+ * the kernel's frame-pointer walk of the user stack too (snap.user): Go
+ * code keeps frame pointers, and the walk follows them where the stack
+ * copy ends (a switch to the g0 stack: unwind/go_chain.c).  Returns 0, or
+ * -errno: -ENOENT/-ESRCH (the thread is gone), -EACCES/-EPERM (not
+ * permitted), -EMFILE (a descriptor per CPU), -ENOMEM.
  */
 int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t tid,
-		     uint64_t period_ns, size_t stack_size);
+		     uint64_t period_ns, size_t stack_size, bool user_chain);
 /* Closes its events: their records still in the rings are skipped. */
 void perf_thread_close(struct perf_thread *pt);
 
-/* The bytes of ring a sample of stack_size bytes of stack takes, at most. */
+/* The bytes of ring a sample of stack_size bytes of stack takes, at most
+ * (with the user frame-pointer walk or without). */
 size_t perf_thread_record_size(size_t stack_size);
 
 /* The thread, and the stack bytes a sample asks for (stack_size). */
 pid_t perf_thread_tid(const struct perf_thread *pt);
 size_t perf_thread_stack_size(const struct perf_thread *pt);
+/* Whether its samples carry the user frame-pointer walk (user_chain). */
+bool perf_thread_user_chain(const struct perf_thread *pt);
 
 /* A sample of its event slot read count (the event's CPU time): returns
  * the thread's CPU time the sample stands for, since the event's previous

@@ -85,6 +85,9 @@ struct remote_unwinder {
 	uint64_t rbp_guess;	/* its answer, 0 for none */
 	uint64_t rbp_floor;	/* SP of the frame that needs %rbp; 0: do not guess */
 	bool read_popped;	/* the walk read the word just below the copy's SP */
+	bool live_ok;		/* a read of live memory the walk trusts (enter_cgo_caller) */
+	bool last_rbp_known;	/* the walk's last frame's %rbp is known: */
+	uint64_t last_rbp;	/* ... this (see go_chain_splice) */
 	bool guess_popped;	/* ... which reads as the first frame's %rbp */
 };
 
@@ -109,5 +112,17 @@ extern unw_accessors_t remote_accessors;
 uint64_t remote_snap_reg(const struct snap *s, unsigned reg);
 /* What kind of root the frame at pc is (exact: pc is not a return address). */
 enum roots_kind remote_root_kind(struct remote_unwinder *u, uint64_t pc, bool exact);
+
+/* go_chain.c */
+/*
+ * A walk of s that ended cut short (end: TRUNCATED, BAD_MEMORY, NO_INFO or
+ * BAD_FRAME) after n frames, the last with %rbp u->last_rbp: goes on along
+ * the kernel's frame-pointer walk of the sample (s->user), when that walk
+ * passed through the last frame's frame record and reaches a goroutine's
+ * or thread's root.  Returns the frames now in frames (n when nothing was
+ * added; then *end is unchanged), with *end COMPLETE otherwise.
+ */
+size_t go_chain_splice(struct remote_unwinder *u, const struct snap *s,
+		       struct prof_frame *frames, size_t n, size_t max, enum remote_end *end);
 
 #endif

@@ -130,12 +130,17 @@ static uint64_t enter_cgo_caller(struct remote_unwinder *u, unw_cursor_t *c)
 {
 	uint64_t depth, g, hi, sp, ret;
 	unw_word_t sp_a;
+	int r;
 
 	if (unw_get_reg(c, UNW_REG_SP, &sp_a) < 0 || remote_read(u, sp_a + 40, &depth, 8) < 0 ||
 	    remote_read(u, sp_a + 48, &g, 8) < 0)
 		return 0;
 	if (g) {
-		if (remote_read(u, g + 8, &hi, 8) < 0 || depth > hi || depth > (1u << 30))
+		/* (the goroutine's g, live: see remote_read) */
+		u->live_ok = true;
+		r = remote_read(u, g + 8, &hi, 8);
+		u->live_ok = false;
+		if (r < 0 || depth > hi || depth > (1u << 30))
 			return 0;
 		sp = hi - depth;
 		/* Its stack may share a mapping with the copied one (Go's
@@ -145,7 +150,10 @@ static uint64_t enter_cgo_caller(struct remote_unwinder *u, unw_cursor_t *c)
 	} else {
 		sp = depth;	/* called on a system stack: the SP itself */
 	}
-	if (remote_read(u, sp, &ret, 8) < 0 || remote_root_kind(u, ret, false) != ROOTS_CGO_CALLER) {
+	u->live_ok = !g;	/* a system stack: not parked */
+	r = remote_read(u, sp, &ret, 8);
+	u->live_ok = false;
+	if (r < 0 || remote_root_kind(u, ret, false) != ROOTS_CGO_CALLER) {
 		u->parked_lo = u->parked_hi = 0;
 		return 0;
 	}
@@ -189,6 +197,18 @@ static int leave_vdso_stack(struct remote_unwinder *u, unw_cursor_t *c, uint64_t
 	return unw_init_remote(c, u->as, u) < 0 ? -1 : 0;
 }
 
+/* The %rbp of the frame c is at, for go_chain_splice (only for samples
+ * that carry the kernel's frame-pointer walk: it may read memory). */
+static void note_rbp(struct remote_unwinder *u, unw_cursor_t *c)
+{
+	unw_word_t rbp;
+
+	if (!u->snap->n_user)
+		return;
+	u->last_rbp_known = unw_get_reg(c, UNW_X86_64_RBP, &rbp) == 0;
+	u->last_rbp = rbp;
+}
+
 /* Readies u for a walk of s. */
 static void walk_begin(struct remote_unwinder *u, const struct snap *s)
 {
@@ -201,6 +221,8 @@ static void walk_begin(struct remote_unwinder *u, const struct snap *s)
 	u->read_popped = false;
 	u->parked_lo = u->parked_hi = 0;
 	u->in_signal_ctx = u->start_from_sig_regs;
+	u->last_rbp_known = !s->regs_partial;
+	u->last_rbp = s->regs.rbp;
 }
 
 /* Why a step that returned ret (< 0, or ip 0) ended the walk at c. */
@@ -283,6 +305,7 @@ static int walk_step(struct remote_unwinder *u, unw_cursor_t *c, struct prof_fra
 	if (is_restorer(u, ip)) {
 		/* A signal frame: go on from the interrupted code. */
 		put_frame(u, &frames[(*n)++], ip, true);
+		u->last_rbp_known = false;
 		if (enter_signal_context(u, c) < 0) {
 			*end = u->hit_end_of_snapshot ? REMOTE_END_TRUNCATED : REMOTE_END_BAD_MEMORY;
 			return 0;
@@ -298,6 +321,7 @@ static int walk_step(struct remote_unwinder *u, unw_cursor_t *c, struct prof_fra
 	 * other caller's ip is a return address. */
 	put_frame(u, &frames[(*n)++], ip, was_signal);
 	k = follow_stack_switch(u, c, ip, was_signal, frames, n, max, end, fail_sp);
+	note_rbp(u, c);
 	if (k < 0)
 		return 0;
 	*kind = k;
@@ -483,6 +507,9 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 		walk_memo_store(u->memo, s, u->gen, max, &u->log, frames, &r);
 	}
 	u->log.off = true;
+	if (remote_end_is_root(*end))
+		return n;
+	n = go_chain_splice(u, s, frames, n, max, end);
 	if (remote_end_is_root(*end))
 		return n;
 	n = popped_second_chance(u, s, frames, max, end, n);

@@ -127,6 +127,13 @@ int remote_read(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
 		return -EFAULT;
 	}
 	walk_log_spoil(&u->log);
+	/* The kernel's copy of a Go thread's stack is read some time after
+	 * the thread ran on: another stack of it (the goroutine's, under a
+	 * g0 or signal stack) reads as it is now, not as it was.  The walk
+	 * ends there and goes on along the kernel's frame-pointer walk
+	 * (go_chain_splice). */
+	if (s && s->unstopped && s->n_user && !u->live_ok && (!m || (m->perms & PROC_MAP_W)))
+		return -EFAULT;
 	return read_live(u, addr, dst, len);
 }
 

@@ -47,8 +47,8 @@ enum sampler_source {
 	SAMPLER_SOURCE_PTRACE,	/* cprof, at a ptrace stop it asks for */
 	SAMPLER_SOURCE_PERF,	/* the kernel, at a timer interrupt: no stop */
 	/* perf when perf events work here, their rings fit the kernel's
-	 * budget and their descriptors the limit (cpu mode, --stop thread);
-	 * ptrace otherwise */
+	 * budget and their descriptors the limit (cpu mode, --stop thread),
+	 * Go programs included; ptrace otherwise */
 	SAMPLER_SOURCE_AUTO,
 };
 
@@ -63,10 +63,6 @@ enum sampler_perf_refusal {
 	 * (perf_event_mlock_kb, RLIMIT_MEMLOCK): perf_errno */
 	SAMPLER_PERF_RINGS,
 	SAMPLER_PERF_STACK,	/* a larger stack copy asked for than a sample can carry */
-	/* Go code runs on more than one stack per thread (g0 and signal
-	 * stacks, goroutine stacks): a copy from SP cannot follow the walk
-	 * across the switch, which a stop can (remote memory at the stop). */
-	SAMPLER_PERF_GO,
 	/* CPython keeps its frames in the heap, which a kernel stack copy
 	 * does not hold: they are read at stops (sampler_opts.python). */
 	SAMPLER_PERF_PYTHON,

@@ -95,6 +95,7 @@ int snap_capture_limited(struct snap *s, pid_t pid, pid_t tid,
 	s->stack_limited = false;
 	s->regs_partial = false;
 	s->n_kernel = 0;
+	s->n_user = 0;
 	if (!regs->rsp && !regs->rip)
 		return -ESRCH;	/* the tracer could not read them: the thread died */
 	s->regs = *regs;
@@ -122,6 +123,7 @@ int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint
 	s->regs_partial = true;
 	s->stack2_len = 0;
 	s->n_kernel = 0;
+	s->n_user = 0;
 	memset(&s->regs, 0, sizeof(s->regs));
 	s->regs.rsp = sp;
 	s->regs.rip = pc;

@@ -20,6 +20,10 @@
 /* The kernel frames a snapshot holds at most (perf source): deeper
  * kernel stacks are rare, and the ring's records stay small. */
 #define SNAP_KERNEL_MAX 64
+/* The user frames of the kernel's frame-pointer walk a snapshot holds at
+ * most (perf source, Go programs: see unwind/go_chain.h); with the kernel
+ * frames, within the kernel's default perf_event_max_stack (127). */
+#define SNAP_USER_MAX 63
 
 struct snap {
 	pid_t tid;
@@ -57,6 +61,12 @@ struct snap {
 	/* The caller's: the thread's Python frames, read while it could not
 	 * change them (unwind/python_sample.h); n_threads 0: none. */
 	struct py_stacks py;
+	/* The kernel's frame-pointer walk of the user stack at the sample,
+	 * leaf first (the pc, then the return addresses it read from each
+	 * frame record from %rbp on), when it was asked for (perf source, Go
+	 * programs); n_user 0: none. */
+	size_t n_user;
+	uint64_t user[SNAP_USER_MAX];
 };
 
 /* Allocates a snapshot able to hold cap bytes of stack.  Returns 0 or -ENOMEM. */

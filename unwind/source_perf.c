@@ -9,9 +9,10 @@
  * the records back once they are unwound.  Nothing stops a thread, so none of the stop's guarantees is at
  * stake (signals, EINTR, job control); the tracer still follows threads,
  * forks and execs.  When the session ends, or cannot go on with perf
- * events (a Go program), each thread goes to the stop source with its CPU
- * time since its last sample, which is charged where the thread is: the
- * accounting stays exact.
+ * events (a CPython program), each thread goes to the stop source with its
+ * CPU time since its last sample, which is charged where the thread is:
+ * the accounting stays exact.  A Go program's samples carry the kernel's
+ * frame-pointer walk too (unwind/go_chain.c).
  */
 #include "config.h"
 
@@ -97,18 +98,23 @@ static size_t perf_ring_for(size_t stack, unsigned records)
 	return ring;
 }
 
-/* Gives th events (in pst) whose samples carry stack bytes, within the
- * descriptors' budget.  Returns 0 or -errno. */
+static bool runs_go(const struct samp_proc *p);
+
+/* Gives th events (in pst) whose samples carry stack bytes, and the
+ * kernel's frame-pointer walk in a Go program (unwind/go_chain.c), within
+ * the descriptors' budget.  Returns 0 or -errno. */
 static int open_event(struct sampler *s, struct tracer_thread *th, struct perf_src_thread *pst,
 		      size_t stack)
 {
 	struct perf_state *ps = perf_src_state(s);
+	struct samp_thread *st = th->user;
 	unsigned n = perf_rings_count(ps->rings);
 	int r;
 
 	if (ps->fds + n > ps->fd_budget)
 		return -EMFILE;
-	r = perf_thread_open(&pst->pt, ps->rings, th->tid, perf_first_gap(s), stack);
+	r = perf_thread_open(&pst->pt, ps->rings, th->tid, perf_first_gap(s), stack,
+			     runs_go(st->proc));
 	if (r < 0) {
 		pst->pt = NULL;
 		return r;
@@ -162,22 +168,26 @@ static void close_rings(struct sampler *s)
  * sample).  Its events are replaced by ones carrying the largest copy
  * (stack_max), as the rings allow; the samples the rings hold were taken
  * first (perf_after_tick), and the CPU time the old events had not
- * sampled yet is carried over.
+ * sampled yet is carried over.  So are the events of a thread whose
+ * process turned out to run Go (rechain), by ones whose samples carry the
+ * kernel's frame-pointer walk.
  */
 static void perf_grow(struct sampler *s, struct tracer_thread *th)
 {
 	struct perf_state *ps = perf_src_state(s);
 	struct perf_src_thread *pst = perf_src_of(th);
 	struct perf_thread *old = pst->pt;
+	size_t stack = pst->grow ? ps->stack_max : perf_thread_stack_size(old);
+	bool rechain = pst->rechain && !perf_thread_user_chain(old);
 	uint64_t owed = 0;
 
-	pst->grow = false;
-	if (perf_thread_stack_size(old) >= ps->stack_max ||
-	    perf_rings_size(ps->rings) < perf_ring_for(ps->stack_max, RING_RECORDS_MIN))
+	pst->grow = pst->rechain = false;
+	if ((perf_thread_stack_size(old) >= stack && !rechain) ||
+	    perf_rings_size(ps->rings) < perf_ring_for(stack, RING_RECORDS_MIN))
 		return;
 	if (perf_thread_unsampled(old, &owed) < 0)
 		return;
-	if (open_event(s, th, pst, ps->stack_max) < 0) {
+	if (open_event(s, th, pst, stack) < 0) {
 		pst->pt = old;
 		return;
 	}
@@ -196,7 +206,7 @@ static void perf_after_tick(struct sampler *s)
 		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
 		struct perf_src_thread *pst = perf_src_of(th);
 
-		if (!pst || !pst->grow)
+		if (!pst || !(pst->grow || pst->rechain))
 			continue;
 		if (!drained && perf_src_drain(s, NULL) < 0) {
 			s->error = -ENOMEM;
@@ -216,7 +226,7 @@ static void perf_ran_out(struct sampler *s, struct tracer_thread *th)
 		pst->grow = true;
 }
 
-/* Whether process p runs Go code (see SAMPLER_PERF_GO). */
+/* Whether process p runs Go code (see unwind/go_chain.c). */
 static bool runs_go(const struct samp_proc *p)
 {
 	size_t i, n = proc_modules_count(p->mods);
@@ -262,22 +272,43 @@ static int perf_hand_off(struct sampler *s)
 	return r;
 }
 
-/* With SAMPLER_SOURCE_AUTO, a process of the session turned out to run Go
- * (at attach, after an exec, or new): the session goes on at stops. */
+/* A process of the session turned out to run Go (after an exec, or new,
+ * its maps read since its threads' events were opened): their samples
+ * are to carry the kernel's frame-pointer walk (perf_grow, after the
+ * tick). */
+static void perf_check_go(struct sampler *s)
+{
+	size_t i, n = tracer_thread_count(s->tracer);
+
+	for (i = 0; i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+		struct perf_src_thread *pst = perf_src_of(th);
+		struct samp_thread *st = th->user;
+		struct samp_proc *p = st ? st->proc : NULL;
+
+		if (pst && p && !p->gone && p->ready && !samp_before_exec(s, p) &&
+		    !perf_thread_user_chain(pst->pt) && runs_go(p))
+			pst->rechain = true;
+	}
+}
+
+/* With SAMPLER_SOURCE_AUTO, a process of the session turned out to run
+ * CPython (at attach, after an exec, or new): the session goes on at
+ * stops.  A Go process is sampled on (perf_check_go). */
 static int perf_check(struct sampler *s)
 {
 	size_t i;
 
 	perf_src_state(s)->check_go = false;
+	perf_check_go(s);
 	if (s->o.source != SAMPLER_SOURCE_AUTO)
 		return 0;
 	for (i = 0; i < s->n_procs; i++) {
 		struct samp_proc *p = s->procs[i];
 
-		if (p->gone || !p->ready || samp_before_exec(s, p) ||
-		    !(runs_go(p) || samp_py_runs(s, p)))
+		if (p->gone || !p->ready || samp_before_exec(s, p) || !samp_py_runs(s, p))
 			continue;
-		s->stats.perf_refused = runs_go(p) ? SAMPLER_PERF_GO : SAMPLER_PERF_PYTHON;
+		s->stats.perf_refused = SAMPLER_PERF_PYTHON;
 		/* (the samples taken so far were perf's: samples_unstopped) */
 		s->stats.source = SAMPLER_SOURCE_PTRACE;
 		return perf_hand_off(s);
@@ -315,8 +346,8 @@ static void perf_give_back(struct sampler *s)
 }
 
 /* Process p execs: the samples the kernel took before are of the old
- * image; after it, a Go program goes to stops from its first
- * instruction.  (Maps that could not be read now are read at the next
+ * image; after it, a CPython program goes to stops, a Go program's
+ * samples carry the frame-pointer walk (perf_check).  (Maps that could not be read now are read at the next
  * sample, which asks again.) */
 static void perf_exec(struct sampler *s, struct samp_proc *p, bool done)
 {
@@ -376,8 +407,6 @@ static enum sampler_perf_refusal auto_refusal(struct sampler *s, const struct pe
 	 * none left are sampled at stops, perf_fallbacks). */
 	if ((uint64_t)n * (uint64_t)(cpus > 0 ? cpus : 1) > ps->fd_budget)
 		return SAMPLER_PERF_THREADS;
-	if (!samp_before_exec(s, s->procs[0]) && runs_go(s->procs[0]))
-		return SAMPLER_PERF_GO;
 	if (samp_py_runs(s, s->procs[0]))
 		return SAMPLER_PERF_PYTHON;
 	return SAMPLER_PERF_USED;
@@ -406,7 +435,7 @@ static int open_rings(struct sampler *s, struct perf_state *ps)
  * SAMPLER_SOURCE_AUTO a refusal (perf events not permitted or not there,
  * more threads than descriptors for their events, no room for the rings
  * in the kernel's budget of locked memory, a deeper copy asked for than a
- * sample carries, Go code) is no error: the session samples at stops, and
+ * sample carries, CPython with --python) is no error: the session samples at stops, and
  * stats.perf_refused says why.  A thread whose event cannot be opened
  * while others' could is sampled at stops (perf_fallbacks).
  */

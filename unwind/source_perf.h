@@ -34,6 +34,7 @@ struct perf_state {
 struct perf_src_thread {
 	struct perf_thread *pt;
 	bool grow;		/* a walk ran off its samples' copy: see perf_grow */
+	bool rechain;		/* its process runs Go: see perf_grow */
 };
 
 static inline unsigned perf_src_self(void)
