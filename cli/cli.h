@@ -125,6 +125,7 @@ struct cli_session {
 	bool stack_size_given;	/* --stack-size was */
 	bool no_debuginfod;	/* --no-debuginfod */
 	const char *helper_user;	/* --helper-user: the parser's user when root */
+	struct conf_helper *helper;	/* top's confined parser, once started */
 	uint64_t debuginfod_timeout_ns;	/* --debuginfod-timeout: bound of one lookup */
 	/* --write-timeout: from the end of sampling, the bound of symbolizing
 	 * and writing; past it the rest stays unsymbolized (exit 1) */

@@ -43,6 +43,7 @@ static void dump_usage(FILE *f)
 		"usage: cprof dump-threads -p PID [--json] [--no-source] [--threads TID,...]\n"
 		"                          [-n MAXFRAMES] [--stack-size BYTES] [--write-timeout D]\n"
 		"                          [-q] [--children] [--python auto|off]\n"
+		"                          [--helper-user USER]\n"
 		"\n"
 		"Prints the stack of every thread of the running process PID, all captured at\n"
 		"one instant: blocked threads are read without being stopped, running ones are\n"
@@ -61,6 +62,7 @@ static void dump_usage(FILE *f)
 		"      --write-timeout D  bound of symbolizing after the capture (default 20s);\n"
 		"                         past it frames are printed as addresses\n"
 		"  -q, --quiet            no summary line on stderr\n"
+		"      --helper-user USER the confined parser's user when root (default nobody)\n"
 		"  -h, --help             this help\n",
 		MAX_FRAMES, DEFAULT_FRAMES);
 }

@@ -25,7 +25,7 @@ static void top_usage(FILE *f)
 		"                 [--mode cpu|wall] [--children] [--stop thread|process]\n"
 		"                 [--source auto|perf|ptrace] [--stack-size BYTES]\n"
 		"                 [--sched auto|rt|normal] [--debuginfod-timeout D]\n"
-		"                 [--no-debuginfod]\n"
+		"                 [--no-debuginfod] [--helper-user USER]\n"
 		"\n"
 		"Shows, redrawn every second, the functions the running process PID spends its\n"
 		"time in, as top shows processes.  Keys: q quit, s sort (flat or cumulative),\n"
@@ -43,7 +43,8 @@ static void top_usage(FILE *f)
 		"      --mode cpu|wall    cpu (default): running threads, by CPU time; wall:\n"
 		"                         every thread, by wall time\n"
 		"      --stop, --source, --stack-size, --sched, --debuginfod-timeout,\n"
-		"      --no-debuginfod    as for cprof attach (see cprof-attach(1))\n"
+		"      --no-debuginfod, --helper-user USER\n"
+		"                         as for cprof attach (see cprof-attach(1))\n"
 		"  -h, --help             this help\n");
 }
 
@@ -432,6 +433,7 @@ static int parse(struct top *t, int argc, char **argv)
 		CLI_OPTION_CALLBACK(0, "sched", &t->a, cli_session_opt_sched),
 		CLI_OPTION_CALLBACK(0, "debuginfod-timeout", &t->a, cli_session_opt_debuginfod_timeout),
 		CLI_OPTION_BOOL(0, "no-debuginfod", &t->a.no_debuginfod),
+		CLI_OPTION_STRING(0, "helper-user", &t->a.helper_user),
 		CLI_OPTION_END,
 	};
 	const char *output;
@@ -493,6 +495,9 @@ static int run(struct top *t)
 {
 	int ret;
 
+	/* before the target is touched, while cprof has a single thread */
+	if (cli_helper_start(t->a.helper_user, &t->a.helper) != CPROF_EXIT_OK)
+		return CPROF_EXIT_FATAL;
 	ret = top_model_create(&t->model);
 	if (!ret)
 		ret = top_feed_create(&t->feed, &t->a, t->pid,
@@ -543,5 +548,8 @@ int cmd_top(int argc, char **argv)
 	top_model_destroy(t.model);
 	if (t.sigfd >= 0)
 		close(t.sigfd);
+	/* a parser's death lost some names */
+	if (cli_helper_end(t.a.helper) != CPROF_EXIT_OK && code == CPROF_EXIT_OK)
+		code = CPROF_EXIT_PARTIAL;
 	return code;
 }

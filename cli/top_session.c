@@ -256,6 +256,7 @@ int top_feed_start(struct top_feed *f)
 	so = (struct sess_opts){
 		.debuginfod = !f->a.no_debuginfod,
 		.debuginfod_timeout_ns = f->a.debuginfod_timeout_ns,
+		.helper = f->a.helper,
 	};
 	sampler_opts_of(f, &so.sampler);
 	ret = sess_create(&g->sess, &so);

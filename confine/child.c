@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -14,6 +15,39 @@
 #include <unistd.h>
 
 #include "confine/confine-impl.h"
+
+/*
+ * Names the helper cprof-parser in its command line too, so that nothing
+ * that looks for cprof by its command line (ps, pgrep -f, a script's pkill)
+ * takes the helper for it: the argument area (fields 48 and 49 of
+ * /proc/self/stat) is the child's own copy.
+ */
+static void rename_process(void)
+{
+	static const char name[] = "cprof-parser";
+	unsigned long start = 0, end = 0;
+	char buf[1024], *p;
+	ssize_t n;
+	int fd, field;
+
+	prctl(PR_SET_NAME, name, 0, 0, 0);
+	fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = '\0';
+	/* the name (field 2) may hold spaces and parentheses: count after it */
+	p = strrchr(buf, ')');
+	for (field = 2; p && field < 48; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p, " %lu %lu", &start, &end) != 2 || end <= start + sizeof(name))
+		return;
+	memset((void *)start, 0, end - start);
+	memcpy((void *)start, name, sizeof(name));
+}
 
 /* In the child: the descriptors it keeps, its signals, its name. */
 static void child_setup(int sock)
@@ -41,7 +75,7 @@ static void child_setup(int sock)
 	}
 	/* nothing of cprof's open files (the target's /proc, perf events) */
 	close_range(CONF_SOCK_FD + 1, ~0U, 0);
-	prctl(PR_SET_NAME, "cprof-parser", 0, 0, 0);
+	rename_process();
 }
 
 /*
