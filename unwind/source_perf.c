@@ -372,9 +372,11 @@ static void perf_sizes(struct sampler *s, struct perf_state *ps)
 }
 
 /*
- * The descriptors the events may take: half the soft limit, raised to the
- * hard one first (as the stop source's file cache does), the other half
- * for /proc files, modules and the output.
+ * The descriptors the events may take: a quarter of the soft limit, raised
+ * to the hard one first (as the stop source's file cache does).  The rest
+ * is for the threads' /proc files (two a thread while they are sampled by
+ * perf events: comm and schedstat, cached up to three quarters of the
+ * limit), modules and the output.
  */
 static size_t fd_budget(void)
 {
@@ -391,7 +393,7 @@ static size_t fd_budget(void)
 	}
 	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 20)
 		rl.rlim_cur = (rlim_t)1 << 20;
-	return (size_t)rl.rlim_cur / 2;
+	return (size_t)rl.rlim_cur / 4;
 }
 
 /* Why SAMPLER_SOURCE_AUTO samples at stops from the start, or
