@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# What does unwinding Go cost?  cprof's CPU per sample and the stop time on
-# Go workloads, against a C workload measured in the same run.
+# What does unwinding Go at stops cost?  cprof's CPU per sample and the stop
+# time on Go workloads (--source ptrace: auto samples Go programs with perf
+# events, whose cost against perf record -g bench/go-perf.sh measures),
+# against a C workload measured in the same run.
 #
 #   bench/go-unwind.sh [BUILDDIR]
 #
@@ -14,7 +16,8 @@
 #   go -s -w  the same built with -ldflags='-s -w': CFI made from .gopclntab
 # GO_UNWIND_RUNS runs (default 5) per target, targets interleaved and their
 # order rotated from run to run, each cprof attach --json -d
-# GO_UNWIND_SECS (default 3) at 100 Hz, --mode cpu, --stop thread.  Per
+# GO_UNWIND_SECS (default 3) at 100 Hz, --mode cpu, --stop thread,
+# --source ptrace.  Per
 # target: medians over runs of cprof's sampling-thread CPU per sample (it
 # unwinds every sample; symbolization comes after and is not in it), of the
 # stop p50 and p99, and the share of samples that reached a root; ratios
@@ -78,7 +81,7 @@ start() {
 # run TARGET: one attach; appends "target cpu_ns samples p50 p99 complete fresh".
 run() {
 	start "$1"
-	"$CPROF" attach -p "$TPID" -d "${SECS}s" -F "$HZ" --mode cpu --stop thread --json -q \
+	"$CPROF" attach -p "$TPID" -d "${SECS}s" -F "$HZ" --mode cpu --stop thread --source ptrace --json -q \
 		-o "$WORK/p.pb.gz" >"$WORK/out" 2>"$WORK/err" </dev/null ||
 		die "cprof attach failed on $1: $(head -c 500 "$WORK/err")"
 	kill -0 "$TPID" 2>/dev/null || die "target $1 died while profiled"

@@ -1,0 +1,3 @@
+module cprof.bench/gowork
+
+go 1.19
