@@ -26,7 +26,8 @@ struct samp_py_proc {
 	uint32_t slot;		/* its index in samp_py.all, + 1 */
 	int err;		/* the last try's: -ENOENT, -EPROTO... */
 	bool tried;
-	uint64_t tried_ns, tried_gen;	/* when, and p->maps_gen then */
+	uint64_t tried_ns;
+	size_t tried_mods;	/* p's modules then: a new one may be a libpython */
 	uint64_t since_ns;	/* first try since first sight or the last exec */
 	uint64_t epoch_tick;	/* the tick its code objects were last checked at, + 1 */
 };
@@ -56,16 +57,29 @@ static struct samp_py_proc *proc_state(struct samp_proc *p)
 	return p->py;
 }
 
-/* Whether a reader for p is due another try now. */
-static bool due(const struct samp_proc *p, const struct samp_py_proc *pp, uint64_t now)
+/* Whether p is starting: first seen or exec'd moments ago. */
+static bool starting(const struct samp_py_proc *pp, uint64_t now)
+{
+	return !pp->tried || now - pp->since_ns < STARTING_NS;
+}
+
+/*
+ * Whether a reader for p is due another try now.  No _PyRuntime found: once
+ * p maps a module more (its maps read again here while it starts, since
+ * the loader maps libpython after the exec); a layout refused: while the
+ * interpreter may still be initializing.
+ */
+static bool due(struct samp_proc *p, const struct samp_py_proc *pp, uint64_t now)
 {
 	if (!pp->tried)
 		return true;
 	if (now - pp->tried_ns < RETRY_NS)
 		return false;
-	if (pp->err == -ENOENT)
-		return p->maps_gen != pp->tried_gen;
-	return now - pp->since_ns < STARTING_NS;
+	if (pp->err != -ENOENT)
+		return starting(pp, now);
+	if (starting(pp, now))
+		(void)procs_refresh(p, now);
+	return proc_modules_count(p->mods) != pp->tried_mods;
 }
 
 /* p's reader opened: kept in the session's list, named in the summary. */
@@ -104,12 +118,27 @@ void samp_py_check(struct sampler *s, struct samp_proc *p)
 		pp->since_ns = now;
 	pp->tried = true;
 	pp->tried_ns = now;
-	pp->tried_gen = p->maps_gen;
+	pp->tried_mods = proc_modules_count(p->mods);
 	pp->err = py_proc_open(&py, p->pid, p->mods, why, sizeof(why));
 	if (pp->err == 0)
 		opened(sp, pp, py);
 	else if (pp->err == -EPROTO)
 		snprintf(sp->why, sizeof(sp->why), "%s", why);
+}
+
+bool samp_py_pending(struct sampler *s)
+{
+	uint64_t now = cprof_now_ns();
+	size_t i;
+
+	for (i = 0; s->o.python && i < s->n_procs; i++) {
+		struct samp_proc *p = s->procs[i];
+
+		if (!p->gone && !samp_before_exec(s, p) && !(p->py && p->py->py) &&
+		    (!p->py || starting(p->py, now)))
+			return true;
+	}
+	return false;
 }
 
 bool samp_py_runs(struct sampler *s, struct samp_proc *p)

@@ -28,6 +28,11 @@ void samp_py_check(struct sampler *s, struct samp_proc *p);
  * want stops, where heap frames can be read. */
 bool samp_py_runs(struct sampler *s, struct samp_proc *p);
 
+/* Whether some process of the session may still turn out to run CPython
+ * (starting, its reader not opened yet): a source that cannot read its
+ * frames asks again later (samp_py_runs). */
+bool samp_py_pending(struct sampler *s);
+
 /* sn's thread is stopped (or blocked and not running): its Python frames
  * into sn->py (emptied first). */
 void samp_py_read(struct sampler *s, struct samp_proc *p, struct snap *sn);

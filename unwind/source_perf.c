@@ -313,6 +313,8 @@ static int perf_check(struct sampler *s)
 		s->stats.source = SAMPLER_SOURCE_PTRACE;
 		return perf_hand_off(s);
 	}
+	/* An interpreter just exec'd may not have mapped its libpython yet. */
+	perf_src_state(s)->check_go = samp_py_pending(s);
 	return 0;
 }
 
