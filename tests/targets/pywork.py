@@ -8,6 +8,7 @@
 #   cext:    main thread: zlib.compress in a loop, from compress_loop
 #   threads: two threading.Thread workers (worker_a, worker_b) spinning
 #   sleep:   a thread asleep in time.sleep (nap), main thread spinning
+#   rate:    main thread spins, and prints "iterations: N" at the end
 #   exec:    before_exec spins, then the process execs -x PYTHON on this
 #            script (mode after_exec), which spins in after_exec
 import getopt
@@ -71,6 +72,14 @@ def spin():
     return total
 
 
+def rate():
+    n = 0
+    while not over():
+        for i in range(1000):
+            n += 1
+    print("iterations: %d" % n)
+
+
 def worker_a():
     spin()
 
@@ -113,6 +122,8 @@ def main():
         shares()
     elif MODE == "cext":
         compress_loop()
+    elif MODE == "rate":
+        rate()
     elif MODE in ("threads", "sleep"):
         if MODE == "sleep":
             spin()
