@@ -759,6 +759,28 @@ profile_flat_cpu() {
 		END { printf "%.0f\n", n }' "$1.samples"
 }
 
+# chain_split_ok PROFILE: whether leaf_a has 70% of the CPU of leaf_a and
+# leaf_b in PROFILE (the chain target's split, by construction), within
+# 0.10, or within four standard deviations of the binomial share when the
+# leaves hold too few samples for 0.10 to mean that (a loaded machine gives
+# the chain's workers a fraction of a CPU: 50 samples put 0.10 at 2.2
+# standard deviations, one run in thirty out by chance).  Sets CHAIN_SPLIT
+# to a description for the failure message.
+chain_split_ok() {
+	local a b n
+	a=$(profile_flat_cpu "$1" leaf_a)
+	b=$(profile_flat_cpu "$1" leaf_b)
+	n=$(awk -F'\t' '{ split($3, fr, ";"); if (fr[1] == "leaf_a" || fr[1] == "leaf_b") n += $1 }
+		END { printf "%d\n", n }' "$1.samples")
+	CHAIN_SPLIT=$(awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN {
+		tol = 0.10; if (n > 0 && 4 * sqrt(0.21 / n) > tol) tol = 4 * sqrt(0.21 / n)
+		printf "leaf_a %s of the leaves'"'"' CPU in %d samples, expected 0.70 +- %.3f (leaf_a %d ns, leaf_b %d ns)",
+			a + b ? sprintf("%.3f", a / (a + b)) : "undefined", n, tol, a, b }')
+	awk -v a="$a" -v b="$b" -v n="$n" 'BEGIN {
+		tol = 0.10; if (n > 0 && 4 * sqrt(0.21 / n) > tol) tol = 4 * sqrt(0.21 / n)
+		s = a + b; exit !(n > 0 && s > 0 && a / s >= 0.70 - tol && a / s <= 0.70 + tol) }'
+}
+
 # profile_label_values PROFILE KEY: the distinct values of label KEY.
 profile_label_values() {
 	awk -F'\t' -v key="$2" '{
