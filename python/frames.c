@@ -194,6 +194,11 @@ int py_read_thread(struct py_proc *py, pid_t tid, struct py_stacks *s)
 		   py_tstate_tid(py, ts) != tid))
 		ts = 0;
 	if (!ts) {
+		/* A thread Python does not know (a native pool's) is looked
+		 * for once an epoch, not at each of its samples. */
+		if (py->walked == py->epoch + 1)
+			return -ENOENT;
+		py->walked = py->epoch + 1;
 		ret = walk_tstates(py, NULL);
 		if (ret < 0)
 			return ret;

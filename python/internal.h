@@ -62,6 +62,7 @@ struct py_proc {
 		uint64_t addr;
 	} *tstates;			/* from the last walk of the list */
 	size_t n_tstates, cap_tstates;
+	uint64_t walked;		/* the epoch of that walk, + 1 */
 	struct py_loc *locs;
 	size_t n_locs, cap_locs;
 	struct cprof_htab loc_index;

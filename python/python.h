@@ -72,7 +72,8 @@ int py_read_stacks(struct py_proc *py, struct py_stacks *s);
 /*
  * Appends thread tid's frames to s (as py_read_stacks does for all), for a
  * sample: tid must be stopped.  Its thread state is remembered from the
- * last walk of the list, walked again when tid is not in it.  Returns 0,
+ * last walk of the list, walked again when tid is not in it (at most once
+ * an epoch, py_proc_new_epoch).  Returns 0,
  * -ENOENT when tid has no thread state (a thread Python does not know, or
  * one that ended), or -errno.
  */
@@ -93,7 +94,8 @@ size_t py_splice(struct py_proc *py, const struct py_stacks *s, pid_t tid,
 /*
  * The code objects read so far may have been freed and their addresses
  * reused: each is checked once more (a few fields compared) at its next
- * use by py_splice.  A sampler calls it once per round, between stops.
+ * use by py_splice; and a thread not found in the thread states may be
+ * looked for again.  A sampler calls it once per tick.
  */
 void py_proc_new_epoch(struct py_proc *py);
 

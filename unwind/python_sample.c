@@ -29,7 +29,7 @@ struct samp_py_proc {
 	uint64_t tried_ns;
 	size_t tried_mods;	/* p's modules then: a new one may be a libpython */
 	uint64_t since_ns;	/* first try since first sight or the last exec */
-	uint64_t epoch_tick;	/* the tick its code objects were last checked at, + 1 */
+	uint64_t epoch_tick;	/* the tick its reader's epoch began at, + 1 */
 };
 
 /* The session's readers: every one opened stays until the sampler goes,
@@ -155,6 +155,11 @@ void samp_py_read(struct sampler *s, struct samp_proc *p, struct snap *sn)
 	sn->py.n_frames = 0;
 	if (!p->py || !p->py->py)
 		return;
+	/* Code objects may be freed between ticks, not within one. */
+	if (p->py->epoch_tick != s->stats.ticks + 1) {
+		py_proc_new_epoch(p->py->py);
+		p->py->epoch_tick = s->stats.ticks + 1;
+	}
 	t0 = cprof_now_ns();
 	/* What cannot be read is no error: the sample keeps its native frames. */
 	(void)py_read_thread(p->py->py, sn->tid, &sn->py);
@@ -167,11 +172,6 @@ size_t samp_py_splice(struct sampler *s, struct samp_proc *p, struct snap *sn, s
 	size_t i, k = n;
 
 	if (pp && pp->py && sn->py.n_threads && n) {
-		/* Code objects may be freed between rounds, not within one. */
-		if (pp->epoch_tick != s->stats.ticks + 1) {
-			py_proc_new_epoch(pp->py);
-			pp->epoch_tick = s->stats.ticks + 1;
-		}
 		k = py_splice(pp->py, &sn->py, sn->tid, s->frames, n, s->max_stack);
 		/* Ids unique across the session's readers: the slot above. */
 		for (i = 0; i < k; i++)
