@@ -7,6 +7,7 @@
 #include <seccomp.h>
 #include <stddef.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "confine/confine-impl.h"
 
@@ -18,7 +19,6 @@
  */
 static const int allowed[] = {
 	SCMP_SYS(read), SCMP_SYS(pread64), SCMP_SYS(readv), SCMP_SYS(preadv),
-	SCMP_SYS(write), SCMP_SYS(writev),
 	SCMP_SYS(lseek), SCMP_SYS(fstat), SCMP_SYS(close), SCMP_SYS(dup),
 	SCMP_SYS(munmap), SCMP_SYS(mremap), SCMP_SYS(brk), SCMP_SYS(madvise),
 	SCMP_SYS(futex), SCMP_SYS(sched_yield),
@@ -72,9 +72,17 @@ static int add_narrow(scmp_filter_ctx f, int sock)
 	if (!r)
 		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
 				     SCMP_A1(SCMP_CMP_EQ, F_DUPFD_CLOEXEC));
-	/* abort() signals itself */
+	/* writes only to standard error (an assertion's message) */
 	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 0);
+		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(write), 1,
+				     SCMP_A0(SCMP_CMP_EQ, STDERR_FILENO));
+	if (!r)
+		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(writev), 1,
+				     SCMP_A0(SCMP_CMP_EQ, STDERR_FILENO));
+	/* abort() signals itself, and no other process of its user */
+	if (!r)
+		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
+				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
 	return r;
 }
 
