@@ -182,21 +182,26 @@ bool cli_kernel_setup(struct cli_session *a, enum sampler_mode mode, bool quiet)
 void cli_kernel_done(struct cli_session *a);
 
 /* The option table entries attach and record share, on the session *s. */
+/* The options of how samples are taken that every sampling command shares
+ * (attach, record, serve, top). */
+#define CLI_SAMPLING_OPTIONS(s) \
+	CLI_OPTION_CALLBACK('F', "frequency", (s), cli_session_opt_hz), \
+	CLI_OPTION_CALLBACK(0, "stop", (s), cli_session_opt_stop), \
+	CLI_OPTION_CALLBACK(0, "source", (s), cli_session_opt_source), \
+	CLI_OPTION_CALLBACK(0, "stack-size", (s), cli_session_opt_stack_size), \
+	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
+	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \
+	CLI_OPTION_STRING(0, "helper-user", &(s)->helper_user)
+
 #define CLI_SESSION_OPTIONS(s) \
+	CLI_SAMPLING_OPTIONS(s), \
 	CLI_OPTION_CALLBACK('d', "duration", (s), cli_session_opt_duration), \
 	CLI_OPTION_STRING('o', "output", &(s)->output), \
 	CLI_OPTION_CALLBACK('f', "format", (s), cli_session_opt_format), \
-	CLI_OPTION_CALLBACK('F', "frequency", (s), cli_session_opt_hz), \
-	CLI_OPTION_CALLBACK(0, "stack-size", (s), cli_session_opt_stack_size), \
 	CLI_OPTION_CALLBACK(0, "mode", (s), cli_session_opt_mode), \
-	CLI_OPTION_CALLBACK(0, "stop", (s), cli_session_opt_stop), \
-	CLI_OPTION_CALLBACK(0, "source", (s), cli_session_opt_source), \
 	CLI_OPTION_CALLBACK(0, "kernel", (s), cli_session_opt_kernel), \
 	CLI_OPTION_CALLBACK(0, "python", (s), cli_session_opt_python), \
 	CLI_OPTION_CALLBACK(0, "sched", (s), cli_session_opt_sched), \
-	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
-	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \
-	CLI_OPTION_STRING(0, "helper-user", &(s)->helper_user), \
 	CLI_OPTION_CALLBACK(0, "write-timeout", (s), cli_session_opt_write_timeout), \
 	CLI_OPTION_BOOL(0, "fsync", &(s)->fsync), \
 	CLI_OPTION_BOOL('q', "quiet", &(s)->quiet), \

@@ -505,10 +505,7 @@ static void print_json_kernel(const struct cli_session *a, const struct sampler_
 	else
 		fputs("null", stdout);
 	fputs(", \"refused\": ", stdout);
-	if (no)
-		cli_json_string(stdout, no);
-	else
-		fputs("null", stdout);
+	cli_json_string(stdout, no);	/* null when nothing was refused */
 	fputs("}", stdout);
 }
 
@@ -525,15 +522,9 @@ static void print_json_source(const struct sampler_stats *st)
 	       (unsigned long long)st->perf_threads, (unsigned long long)st->perf_fallbacks,
 	       (unsigned long long)st->perf_lost, (unsigned long long)st->perf_throttled,
 	       (unsigned long long)st->perf_drains, st->perf_stack, st->perf_ring_bytes);
-	if (st->perf_fallbacks)
-		cli_json_string(stdout, strerror(-st->perf_fallback_errno));
-	else
-		fputs("null", stdout);
+	cli_json_string(stdout, st->perf_fallbacks ? strerror(-st->perf_fallback_errno) : NULL);
 	fputs(", \"refused\": ", stdout);
-	if (no)
-		cli_json_string(stdout, no);
-	else
-		fputs("null", stdout);
+	cli_json_string(stdout, no);	/* null when nothing was refused */
 	fputs("}", stdout);
 }
 

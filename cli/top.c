@@ -425,15 +425,9 @@ static int parse(struct top *t, int argc, char **argv)
 		CLI_OPTION_BOOL(0, "json", &t->a.json),
 		CLI_OPTION_CALLBACK('d', "duration", &t->a, cli_session_opt_duration),
 		CLI_OPTION_STRING('o', "output", &t->a.output),
-		CLI_OPTION_CALLBACK('F', "frequency", &t->a, cli_session_opt_hz),
+		CLI_SAMPLING_OPTIONS(&t->a),
 		CLI_OPTION_CALLBACK(0, "mode", &t->a, cli_session_opt_mode),
-		CLI_OPTION_CALLBACK(0, "stop", &t->a, cli_session_opt_stop),
-		CLI_OPTION_CALLBACK(0, "source", &t->a, cli_session_opt_source),
-		CLI_OPTION_CALLBACK(0, "stack-size", &t->a, cli_session_opt_stack_size),
 		CLI_OPTION_CALLBACK(0, "sched", &t->a, cli_session_opt_sched),
-		CLI_OPTION_CALLBACK(0, "debuginfod-timeout", &t->a, cli_session_opt_debuginfod_timeout),
-		CLI_OPTION_BOOL(0, "no-debuginfod", &t->a.no_debuginfod),
-		CLI_OPTION_STRING(0, "helper-user", &t->a.helper_user),
 		CLI_OPTION_END,
 	};
 	const char *output;

@@ -84,18 +84,25 @@ static int copy_stack(struct snap *s, pid_t pid, const struct proc_maps *maps, s
 	return r < 0 ? (int)r : 0;
 }
 
-int snap_capture_limited(struct snap *s, pid_t pid, pid_t tid,
-			 const struct user_regs_struct *regs, const struct proc_maps *maps,
-			 size_t limit)
+/* Forgets the last capture: s is about to hold thread tid's. */
+static void snap_reset(struct snap *s, pid_t tid, bool regs_partial)
 {
 	snap_unview(s);
 	s->tid = tid;
 	s->stack_len = 0;
+	s->stack2_len = 0;
 	s->stack_short = false;
 	s->stack_limited = false;
-	s->regs_partial = false;
+	s->regs_partial = regs_partial;
 	s->n_kernel = 0;
 	s->n_user = 0;
+}
+
+int snap_capture_limited(struct snap *s, pid_t pid, pid_t tid,
+			 const struct user_regs_struct *regs, const struct proc_maps *maps,
+			 size_t limit)
+{
+	snap_reset(s, tid, false);
 	if (!regs->rsp && !regs->rip)
 		return -ESRCH;	/* the tracer could not read them: the thread died */
 	s->regs = *regs;
@@ -115,15 +122,7 @@ int snap_capture(struct snap *s, pid_t pid, pid_t tid, const struct user_regs_st
 int snap_capture_blocked(struct snap *s, pid_t pid, pid_t tid, uint64_t sp, uint64_t pc,
 			 const struct proc_maps *maps)
 {
-	snap_unview(s);
-	s->tid = tid;
-	s->stack_len = 0;
-	s->stack_short = false;
-	s->stack_limited = false;
-	s->regs_partial = true;
-	s->stack2_len = 0;
-	s->n_kernel = 0;
-	s->n_user = 0;
+	snap_reset(s, tid, true);
 	memset(&s->regs, 0, sizeof(s->regs));
 	s->regs.rsp = sp;
 	s->regs.rip = pc;
