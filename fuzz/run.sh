@@ -6,7 +6,7 @@
 #
 # BUILD_DIR is a configured and built cprof tree (it provides config.h and
 # the protoc-c output); SECONDS (default 60) is the time per harness;
-# HARNESS names which ones run (symbolize, maps, perfmap, reader, unwind;
+# HARNESS names which ones run (symbolize, maps, perfmap, reader, unwind, remote;
 # default all).
 # Needs clang with libFuzzer: on Debian 12 the packages clang-14 and
 # libclang-rt-14-dev (run as root, this script installs the latter if
@@ -18,6 +18,8 @@
 #                   through sym_perfmap_parse and sym_perfmap_lookup
 #   fuzz-reader     bytes as a pprof file through prof_rd_buffer, then
 #                   reports, diffs and flame graphs of what reads
+#   fuzz-remote     bytes as the confined parser's answer to a lookup (what a
+#                   parser taken over could send), through sym_remote_read_answer
 #   fuzz-unwind     ELF bytes as a module's file, through the .debug_frame
 #                   index (or .gopclntab's CFI) and libunwind lookups in it,
 #                   the Go pc-line table and the thread roots
@@ -37,11 +39,11 @@ say() { echo "run.sh: $*"; }
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "$1" 2>/dev/null && pwd) || die "no build directory '$1'"
 seconds=${2:-60}
-harnesses="symbolize maps perfmap reader unwind"
+harnesses="symbolize maps perfmap reader unwind remote"
 if [ $# -ge 3 ]; then
 	shift 2
 	for h in "$@"; do
-		case " $harnesses " in *" $h "*) ;; *) die "no harness '$h' (symbolize, maps, perfmap, reader, unwind)" ;; esac
+		case " $harnesses " in *" $h "*) ;; *) die "no harness '$h' (symbolize, maps, perfmap, reader, unwind, remote)" ;; esac
 	done
 	harnesses="$*"
 fi
@@ -69,14 +71,15 @@ if ! "$CC" -fsanitize=fuzzer "$out/probe.c" -o "$out/probe" 2>"$out/probe.log"; 
 fi
 
 # ---- build ---------------------------------------------------------------
-PKGS="libdw libelf libdebuginfod zlib"
+PKGS="libdw libelf libdebuginfod zlib libseccomp"
 pkg_cflags=$(pkg-config --cflags $PKGS) || die "pkg-config --cflags $PKGS failed"
 pkg_libs=$(pkg-config --libs $PKGS) || die "pkg-config --libs $PKGS failed"
 SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 CFLAGS_F="-g -O1 -fno-omit-frame-pointer $SAN -I$root -I$build $pkg_cflags"
 # Every file of the directories the harnesses reach, so a new one links too;
-# elf/ holds the ELF handles and the Go line tables symbolize.c reads.
-LIB_SRC=$(cd "$root" && echo lib/*.c elf/*.c process/*.c symbolize/*.c)
+# elf/ holds the ELF handles and the Go line tables symbolize.c reads;
+# confine/ the helper symbolize/remote.c talks to.
+LIB_SRC=$(cd "$root" && echo lib/*.c elf/*.c process/*.c symbolize/*.c confine/*.c)
 objs=""
 for src in $LIB_SRC; do
 	obj="$out/obj/$(echo "$src" | tr / _).o"
@@ -84,7 +87,7 @@ for src in $LIB_SRC; do
 		die "cannot compile $src"
 	objs="$objs $obj"
 done
-for h in symbolize maps perfmap; do
+for h in symbolize maps perfmap remote; do
 	# libiberty demangles (symbolize/demangle.c).
 	"$CC" $CFLAGS_F -fsanitize=fuzzer "$root/fuzz/fuzz-$h.c" $objs $pkg_libs -liberty \
 		-o "$out/fuzz-$h" || die "cannot build fuzz-$h"
@@ -97,7 +100,8 @@ rd_libs=$(pkg-config --libs libprotobuf-c zlib) || die "pkg-config --libs libpro
 rd_objs=""
 for src in lib/clock.c lib/grow.c lib/htab.c lib/utf8.c profile/atomic.c profile/reader.c \
 	   profile/reader-input.c profile/strtab.c \
-	   profile/report.c profile/flame.c profile/flame-svg.c "$build/profile/profile.pb-c.c"; do
+	   profile/report.c profile/flame.c profile/flame-tree.c profile/flame-stream.c \
+	   profile/flame-svg.c "$build/profile/profile.pb-c.c"; do
 	case $src in /*) path=$src ;; *) path="$root/$src" ;; esac
 	obj="$out/obj/rd_$(basename "$src" .c).o"
 	"$CC" $CFLAGS_F $rd_cflags -fsanitize=fuzzer-no-link -c "$path" -o "$obj" ||
@@ -116,7 +120,7 @@ for src in unwind/debug_frame.c unwind/roots.c; do
 done
 "$CC" $CFLAGS_F -fsanitize=fuzzer "$root/fuzz/fuzz-unwind.c" $uw_objs $objs $pkg_libs $uw_libs -liberty \
 	-o "$out/fuzz-unwind" || die "cannot build fuzz-unwind"
-say "built $out/fuzz-symbolize, $out/fuzz-maps, $out/fuzz-perfmap, $out/fuzz-reader and $out/fuzz-unwind"
+say "built $out/fuzz-symbolize, $out/fuzz-maps, $out/fuzz-perfmap, $out/fuzz-remote, $out/fuzz-reader and $out/fuzz-unwind"
 
 # ---- seeds ---------------------------------------------------------------
 sy="$out/seeds/symbolize"
@@ -160,6 +164,14 @@ mkdir -p "$pf"
 printf '%s\n' '10000 40 LazyCompile:~foo /srv/app.js:1' '10020 10 JS:*bar /srv/app.js:9:3' \
 	'10000 8 Stub:CEntry' 'zz 10 bad' '20000 0 empty' >"$pf/node"
 printf '7f0000001000 1a0 py::main:/srv/app.py\n7f0000001100 40 [unclosed' >"$pf/partial"
+# The parser's answers: one frame (a name, no system name, a file), none,
+# and a cut one.
+rm -rf "$out/seeds/remote"
+mkdir -p "$out/seeds/remote"
+printf '\x01\0\0\0\x01\0\0\0\x0a\0\0\0\x05\0\0\0\0\0\0\0\x01\0\0\0f\xff\xff\xff\xff\x03\0\0\0a.c' \
+	>"$out/seeds/remote/one"
+printf '\0\0\0\0\0\0\0\0' >"$out/seeds/remote/none"
+head -c 20 "$out/seeds/remote/one" >"$out/seeds/remote/cut"
 rd="$out/seeds/reader"
 rm -rf "$rd"
 mkdir -p "$rd"

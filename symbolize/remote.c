@@ -149,9 +149,8 @@ static int read_frame(struct sym_ctx *ctx, const char *in, size_t len, size_t *o
 	return 0;
 }
 
-/* The helper's answer in into ctx-owned frames.  Returns 0 or -errno. */
-static int read_answer(struct sym_ctx *ctx, const char *in, size_t len, struct sym_frame **out,
-		       size_t *n, bool *has_lines)
+int sym_remote_read_answer(struct sym_ctx *ctx, const char *in, size_t len,
+			   struct sym_frame **out, size_t *n, bool *has_lines)
 {
 	struct sym_wire_frames h;
 	size_t off = sizeof(h), i;
@@ -219,7 +218,7 @@ int sym_remote_resolve(struct sym_ctx *ctx, const struct proc_module *mod, struc
 	answer = ctx->remote_buf;
 	r = ask(ctx, mod, st, vaddr + mod->bias, answer, &alen);
 	if (r >= 0)
-		r = read_answer(ctx, answer, alen, out, n, has_lines);
+		r = sym_remote_read_answer(ctx, answer, alen, out, n, has_lines);
 	if (r == -ENOMEM)
 		return r;
 	/*

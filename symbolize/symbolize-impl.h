@@ -125,6 +125,13 @@ int sym_report_module(struct sym_ctx *ctx, const struct proc_module *mod, struct
  * dies on is unnamed (0 frames), not an error.  Returns 0 or -ENOMEM. */
 int sym_remote_resolve(struct sym_ctx *ctx, const struct proc_module *mod, struct mod_state *st,
 		       uint64_t vaddr, struct sym_frame **out, size_t *n, bool *has_lines);
+/*
+ * The helper's answer in (len bytes, which a helper taken over chooses)
+ * into ctx-owned frames (*n of them, 0 when it named nothing).  Returns 0,
+ * -EPROTO (malformed) or -ENOMEM.
+ */
+int sym_remote_read_answer(struct sym_ctx *ctx, const char *in, size_t len,
+			   struct sym_frame **out, size_t *n, bool *has_lines);
 /* Tells the helper ctx is done (when it still has ctx's modules). */
 void sym_remote_close(struct sym_ctx *ctx);
 
