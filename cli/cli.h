@@ -152,6 +152,9 @@ struct conf_helper;
  */
 int cli_helper_start(const char *user, struct conf_helper **out);
 
+/* How many times the parser has died so far (NULL: 0). */
+size_t cli_helper_deaths(struct conf_helper *h);
+
 /* Reports each death of the parser and ends it.  Returns CPROF_EXIT_OK, or
  * CPROF_EXIT_PARTIAL when it died (some frames lost their names). */
 int cli_helper_end(struct conf_helper *h);

@@ -66,6 +66,18 @@ static void report_death(const struct conf_death *d)
 		cli_error("the parser died between requests%s; a new one took over", how);
 }
 
+size_t cli_helper_deaths(struct conf_helper *h)
+{
+	size_t n = 0;
+
+	if (!h)
+		return 0;
+	conf_check(h);
+	while (conf_death(h, n))
+		n++;
+	return n;
+}
+
 int cli_helper_end(struct conf_helper *h)
 {
 	const struct conf_death *d;

@@ -240,6 +240,7 @@ static int finish_session(const struct cli_session *a, pid_t pid, const char *wh
 		return code;
 	ret = write_profile(s, &note, a, pid, what, pr, end_ns, &end);
 	session_progress_clear(pr);
+	end.parser_deaths = cli_helper_deaths(helper);
 	if (ret < 0)
 		code = CPROF_EXIT_FATAL;
 	else

@@ -42,6 +42,7 @@ struct session_end {
 	uint64_t timeout_ns;	/* --write-timeout */
 	uint64_t sync_ns;	/* fsync's part of finish_ns (--fsync) */
 	size_t modules_cut;	/* modules --write-timeout left unsymbolized */
+	size_t parser_deaths;	/* times the confined parser died */
 	bool fsync;
 };
 
