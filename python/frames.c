@@ -16,6 +16,8 @@
 #define MAX_DEPTH 1024
 /* Bytes of a frame read: past every field cprof reads, in every layout. */
 #define FRAME_BYTES 128
+/* Bytes of a thread state read for a sample (tstate_still). */
+#define TSTATE_BYTES 256
 
 enum {
 	OWNED_BY_GENERATOR = 1,
@@ -34,6 +36,16 @@ static bool loc_eq(const struct py_proc *py, uint32_t index, const struct py_loc
 #define HTAB_COMPARE loc_eq
 #include "lib/htab-type.h"
 
+/* The innermost frame from a thread state's frame field f (3.11-3.12:
+ * its cframe), 0 if none. */
+static uint64_t frame_of(const struct py_proc *py, uint64_t f)
+{
+	if (f && (py->l.minor == 11 || py->l.minor == 12) &&
+	    py_word(py->pid, f, py->l.cframe_current_frame, &f) < 0)
+		return 0;
+	return f;
+}
+
 /* The innermost frame of thread state ts, 0 if none. */
 static uint64_t top_frame(const struct py_proc *py, uint64_t ts)
 {
@@ -41,13 +53,7 @@ static uint64_t top_frame(const struct py_proc *py, uint64_t ts)
 
 	if (py_word(py->pid, ts, py->l.ts_frame, &f) < 0)
 		return 0;
-	if (py->l.minor == 11 || py->l.minor == 12) {
-		uint64_t cframe = f;
-
-		if (!cframe || py_word(py->pid, cframe, py->l.cframe_current_frame, &f) < 0)
-			return 0;
-	}
-	return f;
+	return frame_of(py, f);
 }
 
 static int push_frame(struct py_stacks *s, const struct py_raw_frame *f)
@@ -104,10 +110,10 @@ static int read_frame(const struct py_proc *py, struct py_stacks *s, struct py_t
 	return push_frame(s, &f);
 }
 
-static int read_thread(const struct py_proc *py, struct py_stacks *s, uint64_t ts, pid_t tid)
+/* Reads the frames of thread tid from its innermost, f, outward. */
+static int read_thread(const struct py_proc *py, struct py_stacks *s, uint64_t f, pid_t tid)
 {
 	struct py_thread_stack *t;
-	uint64_t f;
 	size_t depth;
 	int ret;
 
@@ -116,7 +122,6 @@ static int read_thread(const struct py_proc *py, struct py_stacks *s, uint64_t t
 	t = &s->threads[s->n_threads];
 	t->tid = tid;
 	t->first = s->n_frames;
-	f = top_frame(py, ts);
 	for (depth = 0; f && depth < MAX_DEPTH; depth++) {
 		ret = read_frame(py, s, t, f, &f);
 		if (ret == -ENOMEM)
@@ -154,7 +159,7 @@ static int walk_tstates(struct py_proc *py, struct py_stacks *s)
 				       sizeof(*py->tstates), 16) < 0)
 				return -ENOMEM;
 			py->tstates[py->n_tstates++] = (struct py_tstate){ .tid = tid, .addr = ts };
-			ret = s ? read_thread(py, s, ts, tid) : 0;
+			ret = s ? read_thread(py, s, top_frame(py, ts), tid) : 0;
 			if (ret < 0)
 				return ret;
 			if (py_word(py->pid, ts, l->ts_next, &ts) < 0)
@@ -183,15 +188,55 @@ static uint64_t tstate_of(const struct py_proc *py, pid_t tid)
 	return 0;
 }
 
+static uint64_t word_at(const uint8_t *raw, uint16_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, raw + off, sizeof(v));
+	return v;
+}
+
+/*
+ * Whether the remembered thread state ts is still tid's: one that no
+ * longer names an interpreter or that thread was freed (its thread ended,
+ * the tid was reused).  *f gets its innermost frame.  The fields lie in
+ * the state's first bytes in every layout: one read, inside the stop.
+ */
+static bool tstate_still(const struct py_proc *py, uint64_t ts, pid_t tid, uint64_t *f)
+{
+	const struct py_layout *l = &py->l;
+	uint16_t tid_off = l->minor >= 11 ? l->ts_native_thread_id : l->ts_thread_id;
+	uint8_t raw[TSTATE_BYTES];
+	uint64_t id;
+
+	size_t end = l->ts_interp > tid_off ? l->ts_interp : tid_off;
+
+	if (l->ts_frame > end)
+		end = l->ts_frame;
+	if (end + sizeof(id) > sizeof(raw)) {
+		uint64_t back;
+
+		if (py_word(py->pid, ts, l->ts_interp, &back) < 0 || !back ||
+		    py_tstate_tid(py, ts) != tid)
+			return false;
+		*f = top_frame(py, ts);
+		return true;
+	}
+	if (py_mem(py->pid, ts, raw, sizeof(raw)) < 0 || !word_at(raw, l->ts_interp))
+		return false;
+	id = word_at(raw, tid_off);
+	if ((l->minor >= 11 ? (pid_t)id : py_pthread_tid(py, id)) != tid)
+		return false;
+	*f = frame_of(py, word_at(raw, l->ts_frame));
+	return true;
+}
+
 int py_read_thread(struct py_proc *py, pid_t tid, struct py_stacks *s)
 {
-	uint64_t ts = tstate_of(py, tid), back;
+	uint64_t ts = tstate_of(py, tid), f = 0;
 	int ret;
 
-	/* A remembered state that no longer names this interpreter was
-	 * freed (its thread ended, the tid was reused): walk again. */
-	if (ts && (py_word(py->pid, ts, py->l.ts_interp, &back) < 0 || !back ||
-		   py_tstate_tid(py, ts) != tid))
+	if (ts && !tstate_still(py, ts, tid, &f))
 		ts = 0;
 	if (!ts) {
 		/* A thread Python does not know (a native pool's) is looked
@@ -205,8 +250,9 @@ int py_read_thread(struct py_proc *py, pid_t tid, struct py_stacks *s)
 		ts = tstate_of(py, tid);
 		if (!ts)
 			return -ENOENT;
+		f = top_frame(py, ts);
 	}
-	return read_thread(py, s, ts, tid);
+	return read_thread(py, s, f, tid);
 }
 
 void py_stacks_free(struct py_stacks *s)

@@ -87,6 +87,8 @@ int py_layout_check(struct py_proc *py);
 
 /* The thread id of thread state ts, 0 if unknown. */
 pid_t py_tstate_tid(const struct py_proc *py, uint64_t ts);
+/* 3.8-3.10: the tid glibc keeps in the struct pthread at pthread, 0 if unknown. */
+pid_t py_pthread_tid(const struct py_proc *py, uint64_t pthread);
 
 /* The code object at addr, read on first use; NULL when unreadable. */
 const struct py_code *py_code_get(struct py_proc *py, uint64_t addr, uint32_t *index);

@@ -77,8 +77,7 @@ int py_layout_debug_offsets(pid_t pid, uint64_t runtime, struct py_layout *l)
 	return 0;
 }
 
-/* The tid stored in glibc's struct pthread, at the offset py->pthread_tid_off. */
-static pid_t pthread_tid(const struct py_proc *py, uint64_t pthread)
+pid_t py_pthread_tid(const struct py_proc *py, uint64_t pthread)
 {
 	int32_t tid;
 
@@ -101,7 +100,7 @@ pid_t py_tstate_tid(const struct py_proc *py, uint64_t ts)
 	 * of the thread's struct pthread; the tid is a field of it. */
 	if (py_word(py->pid, ts, py->l.ts_thread_id, &id) < 0)
 		return 0;
-	return pthread_tid(py, id);
+	return py_pthread_tid(py, id);
 }
 
 /*
