@@ -22,6 +22,8 @@ int cli_helper_start(const char *user, struct conf_helper **out)
 {
 	struct conf_opts o = {
 		.serve = sym_remote_serve,
+		/* a fresh image of cprof, which main() turns into the parser */
+		.exec_path = "/proc/self/exe",
 		.uid = getuid(),
 		.gid = getgid(),
 		.max_restarts = HELPER_RESTARTS,

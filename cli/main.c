@@ -7,6 +7,8 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "confine/confine.h"
+#include "symbolize/remote.h"
 
 static const struct cmd {
 	const char *name;
@@ -47,6 +49,10 @@ static int finish(int code)
 int main(int argc, char **argv)
 {
 	size_t i;
+
+	/* cprof exec'd as its own confined parser (cli/helper.c) */
+	if (argc >= 1 && strcmp(argv[0], CONF_EXEC_NAME) == 0)
+		return conf_exec_main(argc, argv, sym_remote_serve);
 
 	/* Writing a profile to a closed pipe must report EPIPE, not kill us. */
 	signal(SIGPIPE, SIG_IGN);

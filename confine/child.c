@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
@@ -24,7 +25,7 @@
  */
 static void rename_process(void)
 {
-	static const char name[] = "cprof-parser";
+	static const char name[] = CONF_EXEC_NAME;
 	unsigned long start = 0, end = 0;
 	char buf[1024], *p;
 	ssize_t n;
@@ -49,8 +50,18 @@ static void rename_process(void)
 	memcpy((void *)start, name, sizeof(name));
 }
 
-/* In the child: the descriptors it keeps, its signals, its name. */
-static void child_setup(int sock)
+/* Puts fd at want (not close-on-exec), or exits. */
+static void place(int fd, int want)
+{
+	if (fd != want && dup2(fd, want) < 0)
+		_exit(127);
+	if (fd == want)
+		fcntl(fd, F_SETFD, 0);
+}
+
+/* In the child: the descriptors it keeps (its socket, the shared area's),
+ * its signals. */
+static void child_setup(int sock, int shm_fd)
 {
 	sigset_t none;
 	int sig, null;
@@ -65,8 +76,13 @@ static void child_setup(int sock)
 	signal(SIGHUP, SIG_IGN);
 	signal(SIGQUIT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
-	if (sock != CONF_SOCK_FD && dup2(sock, CONF_SOCK_FD) < 0)
+	/* above both places first, so that neither overwrites the other */
+	sock = fcntl(sock, F_DUPFD_CLOEXEC, 10);
+	shm_fd = fcntl(shm_fd, F_DUPFD_CLOEXEC, 10);
+	if (sock < 0 || shm_fd < 0)
 		_exit(127);
+	place(sock, CONF_SOCK_FD);
+	place(shm_fd, CONF_SHM_FD);
 	/* standard output may be the profile: the helper never writes it */
 	null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
@@ -74,8 +90,7 @@ static void child_setup(int sock)
 		dup2(null, STDOUT_FILENO);
 	}
 	/* nothing of cprof's open files (the target's /proc, perf events) */
-	close_range(CONF_SOCK_FD + 1, ~0U, 0);
-	rename_process();
+	close_range(CONF_SHM_FD + 1, ~0U, 0);
 }
 
 /*
@@ -111,19 +126,59 @@ static void __attribute__((noreturn)) serve_loop(conf_serve_fn serve, void *shm,
 	}
 }
 
-void conf_child(const struct conf_opts *o, int sock, void *shm)
+/* Confines the helper, says so, then serves. */
+static void __attribute__((noreturn)) confined(uid_t uid, gid_t gid, conf_serve_fn serve, void *shm)
 {
 	struct conf_wire ready = { 0 };
 	const char *test = getenv("CPROF_TEST_HELPER_FORBIDDEN");
 	bool forbidden = test && strcmp(test, "1") == 0;
 
-	child_setup(sock);
-	ready.result = conf_drop_privileges(o->uid, o->gid);
+	ready.result = conf_drop_privileges(uid, gid);
 	if (!ready.result)
 		ready.result = conf_install_filter(CONF_SOCK_FD);
 	conf_send(CONF_SOCK_FD, &ready, NULL, 0);
 	if (ready.result < 0)
 		_exit(1);
-	serve_loop(o->serve, shm, forbidden);
+	serve_loop(serve, shm, forbidden);
+}
+
+void conf_child(const struct conf_opts *o, int sock, int shm_fd, void *shm)
+{
+	char uid[24], gid[24];
+	char *argv[] = { (char *)CONF_EXEC_NAME, uid, gid, NULL };
+
+	child_setup(sock, shm_fd);
+	if (o->exec_path) {
+		/* a fresh image: nothing of cprof's memory (the copies of
+		 * the target it took), nothing shared copy-on-write with it */
+		snprintf(uid, sizeof(uid), "%lu", (unsigned long)o->uid);
+		snprintf(gid, sizeof(gid), "%lu", (unsigned long)o->gid);
+		execve(o->exec_path, argv, environ);
+	}
+	/* no exec (or it failed): the forked image serves */
+	close(CONF_SHM_FD);
+	rename_process();
+	confined(o->uid, o->gid, o->serve, shm);
+}
+
+int conf_exec_main(int argc, char **argv, conf_serve_fn serve)
+{
+	unsigned long uid, gid;
+	sigset_t none;
+	void *shm;
+	char *end;
+
+	if (argc != 3)
+		return 64;
+	uid = strtoul(argv[1], &end, 10);
+	gid = strtoul(argv[2], &end, 10);
+	shm = mmap(NULL, CONF_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, CONF_SHM_FD, 0);
+	if (shm == MAP_FAILED)
+		_exit(1);
+	close(CONF_SHM_FD);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	prctl(PR_SET_NAME, CONF_EXEC_NAME, 0, 0, 0);
+	confined((uid_t)uid, (gid_t)gid, serve, shm);
 }
 

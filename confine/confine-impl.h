@@ -9,8 +9,10 @@
 
 #include "confine/confine.h"
 
-/* The helper's socket, where the child puts it before it closes the rest. */
+/* The helper's socket and shared area, where the child puts them before it
+ * closes the rest (and execs). */
 #define CONF_SOCK_FD 3
+#define CONF_SHM_FD 4
 
 /* The shared area: the request at 0, the answer at CONF_MSG_MAX. */
 #define CONF_SHM_SIZE (2 * (size_t)CONF_MSG_MAX)
@@ -42,9 +44,11 @@ int conf_install_filter(int sock);
 
 /*
  * The helper, in the child just forked: sets itself apart (descriptors,
- * signals), confines itself, says so on sock (its result), then serves
- * requests until the socket closes.  Never returns.
+ * signals), execs o->exec_path as CONF_EXEC_NAME (conf_exec_main goes on
+ * there) or, without it, confines itself, says so on sock (its result),
+ * then serves requests until the socket closes.  Never returns.
  */
-void conf_child(const struct conf_opts *o, int sock, void *shm) __attribute__((noreturn));
+void conf_child(const struct conf_opts *o, int sock, int shm_fd, void *shm)
+	__attribute__((noreturn));
 
 #endif

@@ -42,6 +42,10 @@ typedef int (*conf_serve_fn)(void **state, uint32_t type, const void *req, size_
 
 struct conf_opts {
 	conf_serve_fn serve;
+	/* The program the helper execs, whose main calls conf_exec_main when
+	 * its argv[0] is CONF_EXEC_NAME ("/proc/self/exe" for cprof itself);
+	 * NULL, or an exec that fails: the forked image serves. */
+	const char *exec_path;
 	/* The user the helper runs as, when cprof is root (conf_user_lookup);
 	 * ignored otherwise: the helper keeps the caller's user. */
 	uid_t uid;
@@ -49,6 +53,16 @@ struct conf_opts {
 	unsigned max_restarts;		/* helpers started after the first one dies */
 	uint64_t call_timeout_ns;	/* an answer later than this: the helper hung */
 };
+
+/* argv[0] of the helper's program after exec. */
+#define CONF_EXEC_NAME "cprof-parser"
+
+/*
+ * main() of the helper's program after exec (argv[0] CONF_EXEC_NAME):
+ * confines itself and serves with serve until its socket closes, never
+ * returning; returns 64 when argv is not the helper's.
+ */
+int conf_exec_main(int argc, char **argv, conf_serve_fn serve);
 
 /* The uid and gid of user name.  Returns 0, or -ENOENT (no such user). */
 int conf_user_lookup(const char *name, uid_t *uid, gid_t *gid);

@@ -116,17 +116,37 @@ static int wait_answer(struct conf_helper *h, int ms, struct conf_wire *w)
 }
 
 /* A new helper, confined before it answers.  Returns 0 or -errno. */
+/* The shared area: a memfd, so that an exec'd helper maps it too.
+ * Returns its descriptor (h->shm mapped) or -errno. */
+static int make_area(struct conf_helper *h)
+{
+	int fd = memfd_create("cprof-parser", MFD_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)CONF_SHM_SIZE) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	h->shm = mmap(NULL, CONF_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h->shm == MAP_FAILED) {
+		h->shm = NULL;
+		close(fd);
+		return -ENOMEM;
+	}
+	return fd;
+}
+
 static int start_one(struct conf_helper *h)
 {
 	struct conf_wire ready;
-	int sv[2], r;
+	int sv[2], r, area;
 	pid_t pid;
 
-	h->shm = mmap(NULL, CONF_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (h->shm == MAP_FAILED) {
-		h->shm = NULL;
-		return -ENOMEM;
-	}
+	area = make_area(h);
+	if (area < 0)
+		return area;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
 		r = -errno;
 		goto unmap;
@@ -137,7 +157,8 @@ static int start_one(struct conf_helper *h)
 		goto close_pair;
 	}
 	if (pid == 0)
-		conf_child(&h->o, sv[1], h->shm);
+		conf_child(&h->o, sv[1], area, h->shm);
+	close(area);
 	close(sv[1]);
 	h->sock = sv[0];
 	h->pid = pid;
@@ -154,6 +175,7 @@ close_pair:
 	close(sv[0]);
 	close(sv[1]);
 unmap:
+	close(area);
 	munmap(h->shm, CONF_SHM_SIZE);
 	h->shm = NULL;
 	return r;
