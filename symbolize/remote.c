@@ -216,17 +216,22 @@ int sym_remote_resolve(struct sym_ctx *ctx, const struct proc_module *mod, struc
 	if (!ctx->remote_buf && !(ctx->remote_buf = malloc(ANSWER_MAX)))
 		return -ENOMEM;
 	answer = ctx->remote_buf;
-	r = ask(ctx, mod, st, vaddr + mod->bias, answer, &alen);
-	if (r >= 0)
-		r = sym_remote_read_answer(ctx, answer, alen, out, n, has_lines);
-	if (r == -ENOMEM)
-		return r;
 	/*
 	 * The helper died on mod (its death is recorded), or every helper is
-	 * used up, or it answered nonsense: mod's frames keep their addresses.
+	 * used up, or it failed (out of its memory on a hostile file), or it
+	 * answered nonsense: mod's frames keep their addresses.  Only this
+	 * process running out of memory is an error.
 	 */
-	if (r < 0)
+	r = ask(ctx, mod, st, vaddr + mod->bias, answer, &alen);
+	if (r >= 0) {
+		r = sym_remote_read_answer(ctx, answer, alen, out, n, has_lines);
+		if (r == -ENOMEM)
+			return r;
+	}
+	if (r < 0) {
+		*n = 0;
 		st->remote_dead = true;
+	}
 	return 0;
 }
 
