@@ -449,7 +449,10 @@ static int parse_mmap2(struct perf_rings *r, const struct ring *g, uint64_t pos,
 	n = name_len < sizeof(r->map_path) ? name_len : sizeof(r->map_path) - 1;
 	ring_copy(r, g, pos + 8 + sizeof(m), r->map_path, n);
 	r->map_path[n] = '\0';
-	if (r->map_path[0] != '/' || !m.len)
+	/* The kernel names anonymous memory "//anon": JIT code, not a file
+	 * (taken for one, node's hot code was "//anon", never its perf map's
+	 * name, in a third of a recorded run's samples). */
+	if (r->map_path[0] != '/' || strcmp(r->map_path, "//anon") == 0 || !m.len)
 		return 0;
 	memset(&r->mapping, 0, sizeof(r->mapping));
 	n = strlen(r->map_path);

@@ -2,6 +2,10 @@
 // A node target for the perf map test: nearly all its time in cprofHotLoop.
 // Runs -s SECONDS (default 30), writes -r FILE once the loop is hot.
 'use strict';
+// The tests name cprofHotLoop as the leaf: TurboFan must not inline it into
+// cprofDriver (it did in some runs, and the perf map then names the
+// driver's code only).  Set before anything is optimized.
+require('v8').setFlagsFromString('--no-turbo-inlining');
 // The hot loop, in one named function.
 function cprofHotLoop(n) {
   let x = 0;
