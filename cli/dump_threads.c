@@ -570,8 +570,9 @@ static int dump_one(const struct dump_args *a, bool descendant, const char *befo
 	}
 	if (pr.sym)
 		sym_use_helper(pr.sym, a->helper);
-	/* JIT code is named from the runtime's perf map, read once here. */
-	if (pr.sym && sym_perfmap_create(&pm, a->pid) == 0 && sym_perfmap_refresh(pm, &c.maps) == 0)
+	/* JIT code is named from the runtime's perf map, read once (by the parser). */
+	if (pr.sym && sym_perfmap_create(&pm, a->pid, a->helper) == 0 &&
+	    sym_perfmap_refresh(pm, &c.maps) == 0)
 		sym_use_perfmap(pr.sym, pm);
 	if (before)
 		fputs(before, stdout);

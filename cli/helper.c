@@ -53,17 +53,20 @@ int cli_helper_start(const char *user, struct conf_helper **out)
 
 static void report_death(const struct conf_death *d)
 {
-	char how[64] = "";
+	char how[64] = "", id[224] = "";
 
 	if (d->signal)
 		snprintf(how, sizeof(how), " (%s)", d->signal == SIGSYS ? "a forbidden system call" :
 			 strsignal(d->signal));
+	/* a module has a build id ("none" when it lacks one), a perf map none */
+	if (d->subject && d->subject_id)
+		snprintf(id, sizeof(id), " (build id %.200s)", d->subject_id);
 	if (d->subject && d->kind == CONF_HUNG)
-		cli_error("parsing %s (build id %s) hung the parser; its frames keep their addresses",
-			  d->subject, d->subject_id ? d->subject_id : "none");
+		cli_error("parsing %s%s hung the parser; its frames keep their addresses",
+			  d->subject, id);
 	else if (d->subject)
-		cli_error("parsing %s (build id %s) crashed the parser%s; its frames keep their "
-			  "addresses", d->subject, d->subject_id ? d->subject_id : "none", how);
+		cli_error("parsing %s%s crashed the parser%s; its frames keep their addresses",
+			  d->subject, id, how);
 	else
 		cli_error("the parser died between requests%s; a new one took over", how);
 }

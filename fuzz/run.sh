@@ -15,7 +15,8 @@
 #   fuzz-symbolize  ELF/DWARF bytes as the file of a module, through sym_lookup
 #   fuzz-maps       text through sym_maps_parse and sym_maps_find
 #   fuzz-perfmap    bytes as a perf map (/tmp/perf-PID.map), in two reads,
-#                   through sym_perfmap_parse and sym_perfmap_lookup
+#                   through sym_perfmap_parse and sym_perfmap_lookup, and as
+#                   the confined parser reads it (sym_perfmap_read_fd)
 #   fuzz-reader     bytes as a pprof file through prof_rd_buffer, then
 #                   reports, diffs and flame graphs of what reads
 #   fuzz-remote     bytes as the confined parser's answer to a lookup (what a

@@ -48,6 +48,7 @@ int sess_create(struct sess **out, const struct sess_opts *o)
 		.debuginfod = o->debuginfod,
 		.debuginfod_timeout_ns = o->debuginfod_timeout_ns,
 		.debuginfod_budget_ns = SESS_DEBUGINFOD_LOOKUPS * o->debuginfod_timeout_ns,
+		.helper = o->helper,
 	};
 	struct sess *s;
 	int ret;

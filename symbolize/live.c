@@ -292,7 +292,7 @@ static int follow(struct sym_live *l, pid_t pid)
 	memset(p, 0, sizeof(*p));
 	p->pid = pid;
 	p->exec_fd = -1;
-	ret = sym_perfmap_create(&p->perfmap, pid);
+	ret = sym_perfmap_create(&p->perfmap, pid, l->o.helper);
 	if (ret < 0)
 		return ret;
 	if (l->store && l->n_procs)

@@ -27,6 +27,9 @@ struct sym_live_opts {
 	bool debuginfod;		/* download missing debuginfo (DEBUGINFOD_URLS) */
 	uint64_t debuginfod_timeout_ns;	/* bound of one lookup */
 	uint64_t debuginfod_budget_ns;	/* bound of all lookups of the run */
+	/* The confined parser the perf maps are parsed in (perfmap.h,
+	 * sym_perfmap_use_helper), which outlives l; NULL: in this process. */
+	struct conf_helper *helper;
 };
 
 struct sym_live;

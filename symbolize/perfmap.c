@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* The perf map of a target: incremental reads, anonymous code ranges, lookup. */
+/* A target's perf map: appended lines read, anonymous code, lookups; here or in the parser. */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 #include "lib/bsearch.h"
 #include "lib/grow.h"
 #include "symbolize/perfmap.h"
+#include "symbolize/remote.h"
+#include "symbolize/symbolize.h"
 
 /* One line of the map: [start, end), read as the seq-th entry. */
 struct pm_entry {
@@ -36,6 +39,20 @@ struct sym_perfmap {
 	bool sorted;
 	struct pm_range *anon;	/* anonymous executable mappings seen */
 	size_t n_anon, cap_anon;
+
+	/* Parsed in the confined parser (helper non-NULL): v stays empty
+	 * here, the file stays open here to be handed over again. */
+	struct conf_helper *helper;
+	uint32_t remote_id;	/* its name in the parser */
+	int fd;			/* the file handed over; -1: none yet */
+	dev_t dev;
+	ino_t ino;
+	off_t sent_size;	/* its size when it was last handed over */
+	uint64_t sent_gen;	/* the parser generation it went to; 0: none */
+	bool remote_reset;	/* the parser is to forget what it read first */
+	bool remote_dead;	/* the parser failed on it: it names nothing more */
+	uint64_t remote_n;	/* the entries the parser says it holds */
+	char name[SYM_JIT_NAME_MAX];	/* the parser's last answer */
 };
 
 /* The pid of the target in its own pid namespace: the last NSpid field. */
@@ -65,15 +82,31 @@ static pid_t own_pid(pid_t pid)
 	return ns;
 }
 
-int sym_perfmap_create(struct sym_perfmap **out, pid_t pid)
+int sym_perfmap_create(struct sym_perfmap **out, pid_t pid, struct conf_helper *h)
 {
+	static atomic_uint next_id;
 	struct sym_perfmap *pm = calloc(1, sizeof(*pm));
 
 	if (!pm)
 		return -ENOMEM;
 	pm->pid = pid;
+	pm->fd = -1;
+	pm->helper = h;
+	if (h)
+		pm->remote_id = atomic_fetch_add(&next_id, 1) + 1;
 	*out = pm;
 	return 0;
+}
+
+/* The file handed over is let go: the next one is read from its start. */
+static void forget_file(struct sym_perfmap *pm)
+{
+	if (pm->fd >= 0)
+		close(pm->fd);
+	pm->fd = -1;
+	pm->sent_size = 0;
+	pm->remote_n = 0;
+	pm->remote_reset = true;
 }
 
 static void clear_entries(struct sym_perfmap *pm)
@@ -93,12 +126,29 @@ void sym_perfmap_reset(struct sym_perfmap *pm)
 	/* exec may have put the target in another pid namespace */
 	free(pm->path);
 	pm->path = NULL;
+	forget_file(pm);
+}
+
+/* Tells the parser pm is done, when it is the one that read it. */
+static void close_remote(struct sym_perfmap *pm)
+{
+	struct sym_wire_perfmap q = { .id = pm->remote_id };
+	char answer[16];
+	size_t alen;
+
+	/* never a new parser started for this */
+	if (!pm->helper || !pm->sent_gen || pm->sent_gen != conf_generation(pm->helper) ||
+	    conf_pid(pm->helper) < 0)
+		return;
+	conf_call(pm->helper, SYM_REQ_PERFMAP_CLOSE, &q, sizeof(q), NULL, 0, answer,
+		  sizeof(answer), &alen, NULL, NULL);
 }
 
 void sym_perfmap_destroy(struct sym_perfmap *pm)
 {
 	if (!pm)
 		return;
+	close_remote(pm);
 	sym_perfmap_reset(pm);
 	free(pm->v);
 	free(pm->anon);
@@ -169,22 +219,16 @@ bool sym_perfmap_exists(struct sym_perfmap *pm)
 	return set_path(pm) == 0 && access(pm->path, F_OK) == 0;
 }
 
-static int read_file(struct sym_perfmap *pm)
+int sym_perfmap_read_fd(struct sym_perfmap *pm, int fd)
 {
 	char buf[65536];
 	struct stat st;
 	ssize_t got, used;
 	size_t have = 0;
-	int fd, ret;
+	int ret = 0;
 
-	ret = set_path(pm);
-	if (ret < 0)
-		return ret;
-	fd = open(pm->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
 	if (fstat(fd, &st) < 0 || st.st_size == pm->read_to)
-		goto close_fd;
+		return 0;
 	if (st.st_size < pm->read_to)
 		clear_entries(pm);	/* rewritten from the start */
 	for (;;) {
@@ -205,7 +249,84 @@ static int read_file(struct sym_perfmap *pm)
 		have -= (size_t)used;
 		pm->read_to += used;
 	}
-close_fd:
+	return ret;
+}
+
+/*
+ * Hands the open file to the parser, which reads what it has not read yet
+ * (all of it after a reset).  A parser that fails on it (dies, hangs, runs
+ * out of its memory, answers nonsense) leaves pm naming nothing: the
+ * death, recorded by the helper, names the file.  Returns 0.
+ */
+static int send_file(struct sym_perfmap *pm, off_t size)
+{
+	struct sym_wire_perfmap w = { .id = pm->remote_id, .reset = pm->remote_reset };
+	struct sym_wire_perfmap_read a;
+	size_t alen = 0;
+	int r;
+
+	r = conf_call(pm->helper, SYM_REQ_PERFMAP, &w, sizeof(w), &pm->fd, 1, &a, sizeof(a), &alen,
+		      pm->path, NULL);
+	if (r < 0 || alen != sizeof(a)) {
+		pm->remote_dead = true;
+		pm->remote_n = 0;
+		return 0;
+	}
+	/* after the call: a parser started for it is the one that has it */
+	pm->sent_gen = conf_generation(pm->helper);
+	pm->sent_size = size;
+	pm->remote_reset = false;
+	pm->remote_n = a.entries;
+	return 0;
+}
+
+/* A refresh parsed by the parser: the file opened here, handed over only
+ * when it changed (grown, rewritten, replaced) or the parser is new. */
+static int refresh_remote(struct sym_perfmap *pm)
+{
+	struct stat st;
+	int fd;
+
+	if (pm->remote_dead)
+		return 0;
+	fd = open(pm->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) < 0) {
+		close(fd);
+		return 0;
+	}
+	if (pm->fd >= 0 && (st.st_dev != pm->dev || st.st_ino != pm->ino))
+		forget_file(pm);	/* another file by that name */
+	if (pm->fd < 0) {
+		pm->fd = fd;
+		pm->dev = st.st_dev;
+		pm->ino = st.st_ino;
+	} else {
+		close(fd);
+	}
+	/* never re-read what did not change */
+	if (st.st_size == pm->sent_size && pm->sent_gen &&
+	    pm->sent_gen == conf_generation(pm->helper))
+		return 0;
+	if (st.st_size < pm->sent_size)
+		pm->remote_reset = true;	/* rewritten from the start */
+	return send_file(pm, st.st_size);
+}
+
+static int read_file(struct sym_perfmap *pm)
+{
+	int fd, ret;
+
+	ret = set_path(pm);
+	if (ret < 0)
+		return ret;
+	if (pm->helper)
+		return refresh_remote(pm);
+	fd = open(pm->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ret = sym_perfmap_read_fd(pm, fd);
 	close(fd);
 	return ret;
 }
@@ -275,12 +396,12 @@ static bool in_anon(const struct sym_perfmap *pm, uint64_t addr)
  * entry is looked for: JIT stubs overlap little. */
 #define OVERLAP_SCAN 64
 
-const char *sym_perfmap_lookup(struct sym_perfmap *pm, uint64_t addr)
+const char *sym_perfmap_lookup_entry(struct sym_perfmap *pm, uint64_t addr)
 {
 	const struct pm_entry *best = NULL;
 	size_t lo, k;
 
-	if (!pm->n || !in_anon(pm, addr))
+	if (!pm->n)
 		return NULL;
 	if (!pm->sorted) {
 		qsort(pm->v, pm->n, sizeof(*pm->v), cmp_entry);
@@ -296,6 +417,48 @@ const char *sym_perfmap_lookup(struct sym_perfmap *pm, uint64_t addr)
 	return best ? best->name : NULL;
 }
 
+/* The parser's name for addr, the file handed over again to a parser
+ * started since (the last one died). */
+static const char *lookup_remote(struct sym_perfmap *pm, uint64_t addr)
+{
+	struct sym_wire_perfmap q = { .id = pm->remote_id, .addr = addr };
+	size_t alen = 0;
+	int r, tries;
+
+	for (tries = 0; tries < 2 && !pm->remote_dead && pm->fd >= 0; tries++) {
+		if (pm->sent_gen != conf_generation(pm->helper)) {
+			pm->remote_reset = true;
+			send_file(pm, pm->sent_size);
+			if (pm->remote_dead)
+				break;
+		}
+		r = conf_call(pm->helper, SYM_REQ_JIT_NAME, &q, sizeof(q), NULL, 0, pm->name,
+			      sizeof(pm->name) - 1, &alen, pm->path, NULL);
+		if (r == -ESTALE) {
+			pm->sent_gen = 0;	/* a new parser lacks the file */
+			continue;
+		}
+		if (r < 0) {
+			pm->remote_dead = true;
+			break;
+		}
+		if (!alen)
+			return NULL;
+		pm->name[alen] = '\0';
+		return pm->name;
+	}
+	return NULL;
+}
+
+const char *sym_perfmap_lookup(struct sym_perfmap *pm, uint64_t addr)
+{
+	if (pm->helper)
+		return pm->remote_n && in_anon(pm, addr) ? lookup_remote(pm, addr) : NULL;
+	if (!pm->n || !in_anon(pm, addr))
+		return NULL;
+	return sym_perfmap_lookup_entry(pm, addr);
+}
+
 bool sym_perfmap_name(void *pm, uint64_t addr, char *buf, size_t len)
 {
 	const char *name = sym_perfmap_lookup(pm, addr);
@@ -308,5 +471,5 @@ bool sym_perfmap_name(void *pm, uint64_t addr, char *buf, size_t len)
 
 size_t sym_perfmap_entries(const struct sym_perfmap *pm)
 {
-	return pm->n;
+	return pm->helper ? (size_t)pm->remote_n : pm->n;
 }

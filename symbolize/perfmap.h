@@ -19,8 +19,19 @@
 
 struct sym_perfmap;
 
-/* An empty perf map for process pid.  Returns 0 or -errno (-ENOMEM). */
-int sym_perfmap_create(struct sym_perfmap **out, pid_t pid);
+struct conf_helper;
+
+/*
+ * An empty perf map for process pid.  h (NULL: none) is the confined
+ * parser (confine/confine.h, started with sym_remote_serve) that parses
+ * it, and must outlive pm: a refresh then opens the file here and hands
+ * it over only when it changed since it was last handed over (grown,
+ * rewritten, replaced) or the parser is a new one, and the parser reads
+ * what it has not read; lookups ask it.  A parser that fails on the file
+ * (its death, recorded by h, names the file) leaves pm naming nothing from
+ * then on.  Returns 0 or -errno (-ENOMEM).
+ */
+int sym_perfmap_create(struct sym_perfmap **out, pid_t pid, struct conf_helper *h);
 void sym_perfmap_destroy(struct sym_perfmap *pm);
 
 /*
@@ -43,6 +54,13 @@ bool sym_perfmap_exists(struct sym_perfmap *pm);
 ssize_t sym_perfmap_parse(struct sym_perfmap *pm, char *text, size_t len);
 int sym_perfmap_note_code(struct sym_perfmap *pm, const struct proc_maps *maps);
 
+/*
+ * In the parser: reads what was appended to the perf map open on fd since
+ * the last call (all of it when the file shrank).  Opens nothing.  Returns
+ * 0 or -ENOMEM.
+ */
+int sym_perfmap_read_fd(struct sym_perfmap *pm, int fd);
+
 /* How many entries were read (none since the last reset: 0). */
 size_t sym_perfmap_entries(const struct sym_perfmap *pm);
 
@@ -56,6 +74,10 @@ void sym_perfmap_reset(struct sym_perfmap *pm);
  * Not to be called while another thread refreshes pm.
  */
 const char *sym_perfmap_lookup(struct sym_perfmap *pm, uint64_t addr);
+
+/* In the parser: the same without the check of the anonymous mappings,
+ * which the privileged side makes before it asks. */
+const char *sym_perfmap_lookup_entry(struct sym_perfmap *pm, uint64_t addr);
 
 /* The same, copied into buf (len bytes, cut if longer): false when none.
  * In the form sym_use_jit_names takes, pm a struct sym_perfmap. */

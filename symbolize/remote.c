@@ -108,7 +108,8 @@ static int send_module(struct sym_ctx *ctx, const struct proc_module *mod)
 		r = sym_wire_put_str(req, sizeof(req), &off, debug_name, 4096);
 	if (!r)
 		r = conf_call(ctx->helper, SYM_REQ_MODULE, req, off, fds, m.has_debug ? 2 : 1,
-			      answer, sizeof(answer), &alen, mod->path, mod->build_id);
+			      answer, sizeof(answer), &alen, mod->path,
+			      mod->build_id ? mod->build_id : "none");
 	if (fds[1] >= 0)
 		close(fds[1]);
 	free(debug_name);
@@ -192,7 +193,7 @@ static int ask(struct sym_ctx *ctx, const struct proc_module *mod, struct mod_st
 			ctx->remote_sent = st->remote_gen;
 		}
 		r = conf_call(ctx->helper, SYM_REQ_LOOKUP, &q, sizeof(q), NULL, 0, answer,
-			      ANSWER_MAX, alen, mod->path, mod->build_id);
+			      ANSWER_MAX, alen, mod->path, mod->build_id ? mod->build_id : "none");
 		/* -ESTALE: a new helper (the last one died idle) lacks mod */
 		if (r != -ESTALE)
 			return r;

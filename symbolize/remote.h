@@ -6,8 +6,10 @@
  * DWARF with its own symbolizer and sends the frames back as plain bytes.
  * A helper that dies on a module leaves that module's frames unnamed (they
  * keep their addresses and build ids) and the death is the helper's to
- * report.  Not for other modules but symbolize.c and the command that
- * starts the helper with sym_remote_serve.
+ * report.  Perf maps go the same way (perfmap.c): the file's descriptor
+ * handed over when it changed, names asked.  Not for other modules but
+ * symbolize.c, perfmap.c and the command that starts the helper with
+ * sym_remote_serve.
  */
 #ifndef CPROF_SYMBOLIZE_REMOTE_H
 #define CPROF_SYMBOLIZE_REMOTE_H
@@ -23,6 +25,9 @@ enum {
 	SYM_REQ_MODULE = 1,	/* sym_wire_module + strings; fds: the file, its debug file */
 	SYM_REQ_LOOKUP,		/* sym_wire_lookup -> sym_wire_frames + frames */
 	SYM_REQ_CLOSE,		/* sym_wire_lookup (ctx only): the context is done */
+	SYM_REQ_PERFMAP,	/* sym_wire_perfmap; fd: the perf map -> sym_wire_perfmap_read */
+	SYM_REQ_JIT_NAME,	/* sym_wire_perfmap -> the name's bytes (none: not named) */
+	SYM_REQ_PERFMAP_CLOSE,	/* sym_wire_perfmap (id only): the perf map is done */
 };
 
 /* Longest string sent back (a longer one is cut). */
@@ -55,6 +60,16 @@ struct sym_wire_frame {
 	int32_t line;
 	int32_t start_line;
 	uint32_t inlined;
+};
+
+struct sym_wire_perfmap {
+	uint32_t id;		/* the privileged side's perf map */
+	uint32_t reset;		/* SYM_REQ_PERFMAP: forget what was read, read from the start */
+	uint64_t addr;		/* SYM_REQ_JIT_NAME: the address to name */
+};
+
+struct sym_wire_perfmap_read {
+	uint64_t entries;	/* the entries read so far */
 };
 
 /* The helper's handler (conf_opts.serve). */

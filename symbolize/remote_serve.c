@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The helper's side of symbolization: modules from descriptors, lookups answered as plain bytes. */
+/* The helper's side: modules and perf maps from descriptors, lookups answered as plain bytes. */
 #include "config.h"
 
 #include <errno.h>
@@ -9,6 +9,7 @@
 
 #include "elf/objfile.h"
 #include "lib/grow.h"
+#include "symbolize/perfmap.h"
 #include "symbolize/remote.h"
 #include "symbolize/symbolize.h"
 
@@ -27,9 +28,17 @@ struct served_ctx {
 	size_t cap;
 };
 
+/* A perf map of the privileged side, read here. */
+struct served_map {
+	uint32_t id;
+	struct sym_perfmap *pm;
+};
+
 struct served {
 	struct served_ctx *ctxs;
 	size_t n, cap;
+	struct served_map *maps;
+	size_t n_maps, cap_maps;
 };
 
 /* find_debuginfo's source in the helper: a dup of what was sent with the module. */
@@ -215,6 +224,71 @@ static int serve_lookup(struct served *s, const void *req, size_t len, void *res
 	return put_frames(frames, n, has_lines, resp, cap, resp_len);
 }
 
+/* The perf map called id; create: made when missing.  NULL: none (or no memory). */
+static struct served_map *find_map(struct served *s, uint32_t id, bool create)
+{
+	struct served_map *m;
+	size_t i;
+
+	for (i = 0; i < s->n_maps; i++)
+		if (s->maps[i].id == id)
+			return &s->maps[i];
+	if (!create || cprof_grow(&s->maps, &s->cap_maps, s->n_maps + 1, sizeof(*s->maps), 8) < 0)
+		return NULL;
+	m = &s->maps[s->n_maps];
+	/* no pid: the file comes as a descriptor, never by its path */
+	if (sym_perfmap_create(&m->pm, 0, NULL) < 0)
+		return NULL;
+	m->id = id;
+	s->n_maps++;
+	return m;
+}
+
+/* SYM_REQ_PERFMAP, SYM_REQ_JIT_NAME and SYM_REQ_PERFMAP_CLOSE. */
+static int serve_perfmap(struct served *s, uint32_t type, const void *req, size_t len, int *fds,
+			 size_t nfds, void *resp, size_t cap, size_t *resp_len)
+{
+	struct sym_wire_perfmap_read a;
+	struct sym_wire_perfmap w;
+	struct served_map *m;
+	const char *name;
+	int r;
+
+	if (len < sizeof(w))
+		return -EPROTO;
+	memcpy(&w, req, sizeof(w));
+	m = find_map(s, w.id, type == SYM_REQ_PERFMAP);
+	if (type == SYM_REQ_PERFMAP_CLOSE) {
+		if (m) {
+			sym_perfmap_destroy(m->pm);
+			*m = s->maps[--s->n_maps];
+		}
+		return 0;
+	}
+	/* a helper started after the last one died has not read the file */
+	if (!m)
+		return type == SYM_REQ_PERFMAP ? -ENOMEM : -ESTALE;
+	if (type == SYM_REQ_JIT_NAME) {
+		name = sym_perfmap_lookup_entry(m->pm, w.addr);
+		*resp_len = name ? strnlen(name, SYM_JIT_NAME_MAX - 1) : 0;
+		if (*resp_len > cap)
+			return -EMSGSIZE;
+		memcpy(resp, name ? name : "", *resp_len);
+		return 0;
+	}
+	if (nfds < 1 || cap < sizeof(a))
+		return -EPROTO;
+	if (w.reset)
+		sym_perfmap_reset(m->pm);
+	r = sym_perfmap_read_fd(m->pm, fds[0]);
+	if (r < 0)
+		return r;
+	a.entries = sym_perfmap_entries(m->pm);
+	memcpy(resp, &a, sizeof(a));
+	*resp_len = sizeof(a);
+	return 0;
+}
+
 int sym_remote_serve(void **state, uint32_t type, const void *req, size_t len, int *fds,
 		     size_t nfds, void *resp, size_t cap, size_t *resp_len)
 {
@@ -230,6 +304,9 @@ int sym_remote_serve(void **state, uint32_t type, const void *req, size_t len, i
 		r = serve_module(s, req, len, fds, nfds);
 	else if (type == SYM_REQ_LOOKUP)
 		r = serve_lookup(s, req, len, resp, cap, resp_len);
+	else if (type == SYM_REQ_PERFMAP || type == SYM_REQ_JIT_NAME ||
+		 type == SYM_REQ_PERFMAP_CLOSE)
+		r = serve_perfmap(s, type, req, len, fds, nfds, resp, cap, resp_len);
 	else if (type == SYM_REQ_CLOSE && len >= sizeof(q)) {
 		memcpy(&q, req, sizeof(q));
 		if ((c = find_ctx(s, q.ctx, false, 0))) {

@@ -19,11 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "confine/confine.h"
 #include "process/maps.h"
 #include "process/modules.h"
 #include "symbolize/demangle.h"
 #include "symbolize/kallsyms.h"
 #include "symbolize/perfmap.h"
+#include "symbolize/remote.h"
 #include "symbolize/symbolize.h"
 #include "tests/tap.h"
 
@@ -745,15 +747,18 @@ static bool same_name(const char *got, const char *want)
 /*
  * The perf map of this very process: an anonymous executable mapping named
  * by its lines, file-backed code never; appended lines, a line still being
- * written, overlapping entries, a rewritten file, exec (reset).
+ * written, overlapping entries, a rewritten file, exec (reset).  With h,
+ * all of it parsed by the confined parser h, and a parser killed between
+ * requests replaced by one the file is handed to again.
  */
-static void test_perfmap(void)
+static void test_perfmap(struct conf_helper *h, const char *how)
 {
 	struct proc_maps maps = { NULL, 0 };
 	struct sym_perfmap *pm = NULL;
 	char path[64], text[512];
 	uint64_t a;
 	void *code;
+	pid_t parser;
 
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
 	code = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -765,39 +770,76 @@ static void test_perfmap(void)
 	snprintf(text, sizeof(text),
 		 "%" PRIx64 " 10 first\n%" PRIx64 " 10 in_a_file\nzz 10 bad\n%" PRIx64 " 0 empty\n", a,
 		 (uint64_t)(uintptr_t)known_fn, a + 0x40);
-	check(write_text(path, text, true), "perf map written to %s", path);
-	check(proc_maps_read(getpid(), &maps) == 0 && sym_perfmap_create(&pm, getpid()) == 0 &&
-	      sym_perfmap_refresh(pm, &maps) == 0, "perf map read");
+	check(write_text(path, text, true), "%s: perf map written to %s", how, path);
+	check(proc_maps_read(getpid(), &maps) == 0 && sym_perfmap_create(&pm, getpid(), h) == 0 &&
+	      sym_perfmap_refresh(pm, &maps) == 0, "%s: perf map read", how);
 	if (!pm)
 		goto out;
-	check(same_name(sym_perfmap_lookup(pm, a + 4), "first"), "an entry names anonymous code");
+	check(same_name(sym_perfmap_lookup(pm, a + 4), "first"), "%s: an entry names anonymous code",
+	      how);
 	check(!sym_perfmap_lookup(pm, (uintptr_t)known_fn),
-	      "an entry over file-backed code names nothing");
+	      "%s: an entry over file-backed code names nothing", how);
 	check(!sym_perfmap_lookup(pm, a + 0x40) && !sym_perfmap_lookup(pm, a + 0x10),
-	      "malformed and empty lines, and addresses past an entry, name nothing");
+	      "%s: malformed and empty lines, and addresses past an entry, name nothing", how);
 
 	snprintf(text, sizeof(text), "%" PRIx64 " 8 second\n%" PRIx64 " 10 partial", a, a + 0x100);
 	check(write_text(path, text, false) && sym_perfmap_refresh(pm, &maps) == 0,
-	      "appended lines read");
+	      "%s: appended lines read", how);
 	check(same_name(sym_perfmap_lookup(pm, a + 4), "second") &&
 	      same_name(sym_perfmap_lookup(pm, a + 0xc), "first"),
-	      "of overlapping entries the later wins where it reaches");
-	check(!sym_perfmap_lookup(pm, a + 0x104), "a line without its newline waits");
+	      "%s: of overlapping entries the later wins where it reaches", how);
+	check(!sym_perfmap_lookup(pm, a + 0x104), "%s: a line without its newline waits", how);
 	check(write_text(path, "\n", false) && sym_perfmap_refresh(pm, &maps) == 0 &&
 	      same_name(sym_perfmap_lookup(pm, a + 0x104), "partial"),
-	      "the line counts once finished");
+	      "%s: the line counts once finished", how);
+	check(sym_perfmap_entries(pm) == 4, "%s: 4 entries read (%zu)", how,
+	      sym_perfmap_entries(pm));
+
+	if (h && (parser = conf_pid(h)) > 0 && kill(parser, SIGKILL) == 0) {
+		waitid(P_PID, (id_t)parser, NULL, WEXITED | WNOWAIT);
+		check(sym_perfmap_refresh(pm, &maps) == 0 &&
+		      same_name(sym_perfmap_lookup(pm, a + 0x104), "partial") &&
+		      same_name(sym_perfmap_lookup(pm, a + 4), "second") && conf_pid(h) > 0 &&
+		      conf_pid(h) != parser,
+		      "%s: a parser killed between requests: the next one reads the file again", how);
+	}
 
 	snprintf(text, sizeof(text), "%" PRIx64 " 10 new\n", a + 0x200);
 	check(write_text(path, text, true) && sym_perfmap_refresh(pm, &maps) == 0 &&
 	      !sym_perfmap_lookup(pm, a + 4) && same_name(sym_perfmap_lookup(pm, a + 0x204), "new"),
-	      "a rewritten (shorter) file replaces the old entries");
+	      "%s: a rewritten (shorter) file replaces the old entries", how);
 	sym_perfmap_reset(pm);
-	check(!sym_perfmap_lookup(pm, a + 0x204), "after reset (exec) nothing is named");
+	check(!sym_perfmap_lookup(pm, a + 0x204), "%s: after reset (exec) nothing is named", how);
 out:
 	unlink(path);
 	sym_perfmap_destroy(pm);
 	proc_maps_free(&maps);
 	munmap(code, 8192);
+}
+
+/* The same perf map parsed by a confined parser, this test forked. */
+static void test_perfmap_parser(void)
+{
+	struct conf_opts o = {
+		.serve = sym_remote_serve,
+		.uid = getuid(),
+		.gid = getgid(),
+		.max_restarts = 2,
+		.call_timeout_ns = 30 * 1000000000ull,
+	};
+	struct conf_helper *h = NULL;
+	int r;
+
+	if (geteuid() == 0 && conf_user_lookup("nobody", &o.uid, &o.gid) < 0) {
+		skip("perf map in the parser", "no user nobody to run it as");
+		return;
+	}
+	r = conf_start(&h, &o);
+	check(r == 0, "a confined parser starts (%s)", r < 0 ? strerror(-r) : "yes");
+	if (r < 0)
+		return;
+	test_perfmap(h, "parser");
+	conf_stop(h);
 }
 
 /* A table in /proc/kallsyms's format read from memory. */
@@ -869,7 +911,8 @@ int main(int argc, char **argv)
 	test_merge_older();
 	test_maps_add();
 	test_demangle();
-	test_perfmap();
+	test_perfmap(NULL, "here");
+	test_perfmap_parser();
 	test_kallsyms();
 
 	if (access("/proc/self/maps", R_OK) != 0) {
