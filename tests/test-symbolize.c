@@ -797,8 +797,10 @@ static void test_perfmap(struct conf_helper *h, const char *how)
 
 	if (h && (parser = conf_pid(h)) > 0 && kill(parser, SIGKILL) == 0) {
 		waitid(P_PID, (id_t)parser, NULL, WEXITED | WNOWAIT);
-		check(sym_perfmap_refresh(pm, &maps) == 0 &&
-		      same_name(sym_perfmap_lookup(pm, a + 0x104), "partial") &&
+		/* a request would have found it dead and recorded the death */
+		check(sym_perfmap_refresh(pm, &maps) == 0 && !conf_death(h, 0),
+		      "%s: a file that did not change is not handed over again", how);
+		check(same_name(sym_perfmap_lookup(pm, a + 0x104), "partial") &&
 		      same_name(sym_perfmap_lookup(pm, a + 4), "second") && conf_pid(h) > 0 &&
 		      conf_pid(h) != parser,
 		      "%s: a parser killed between requests: the next one reads the file again", how);
