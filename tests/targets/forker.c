@@ -185,6 +185,13 @@ int main(int argc, char **argv)
 	while (!target_past_deadline() && (!requests || seq < requests)) {
 		pid_t p;
 
+		/* The requests that ended during the pause, reaped only now: a
+		 * request that ends at once stays a zombie for the pause
+		 * (dump-threads-children counts on one).  The keepers end only
+		 * after the loop: what exits here is a request. */
+		live -= reap(WNOHANG, &bad);
+		while (live >= max_live && !target_past_deadline())
+			live -= reap_one(&bad);
 		seq++;
 		p = fork();
 		if (p < 0) {
@@ -194,11 +201,6 @@ int main(int argc, char **argv)
 		if (p == 0)
 			request_child(seq, (uint64_t)work_ms * 1000000u, log_fd);
 		live++;
-		live -= reap(WNOHANG, &bad);
-		/* The keepers end only after the loop: what exits here is a
-		 * request. */
-		while (live >= max_live && !target_past_deadline())
-			live -= reap_one(&bad);
 		nanosleep(&pause, NULL);
 	}
 	for (i = 0; i < keep; i++)
