@@ -35,5 +35,6 @@ make_rc=$?
 # Counts, failing logs and the summary line: shared with sanitize.sh.
 SUMMARY_ME=check.sh
 . "$root/scripts/summary.sh"
+suite_recheck
 suite_summary "$builddir" "$make_rc"
 exit "$SUMMARY_RC"

@@ -73,6 +73,7 @@ rm -f test-suite.log
 echo "sanitize.sh: make -j2 check"
 make -j2 check
 make_rc=$?
+suite_recheck
 
 # The reports, whichever test they came from.
 nreports=0
