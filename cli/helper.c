@@ -93,7 +93,7 @@ int cli_helper_end(struct conf_helper *h)
 	conf_check(h);
 	for (i = 0; (d = conf_death(h, i)); i++)
 		report_death(d);
-	if (conf_exhausted(h))
+	if (conf_status(h).exhausted)
 		cli_error("the parser died %zu times, no new one was started: the frames of the "
 			  "modules left keep their addresses and build ids (pprof can symbolize them)", i);
 	conf_stop(h);

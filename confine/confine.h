@@ -95,14 +95,17 @@ int conf_call(struct conf_helper *h, uint32_t type, const void *req, size_t len,
 	      const int *fds, size_t nfds, void *resp, size_t cap, size_t *resp_len,
 	      const char *subject, const char *subject_id);
 
-/*
- * Counts the helpers started: a request's state (what was sent to the
- * helper before) is gone whenever this changed since it was sent.
- */
-uint64_t conf_generation(struct conf_helper *h);
+/* The helper as one moment saw it: read together, under the lock calls hold. */
+struct conf_status {
+	/* Counts the helpers started: a request's state (what was sent to the
+	 * helper before) is gone whenever this changed since it was sent. */
+	uint64_t generation;
+	pid_t pid;		/* the helper running now, or -1 */
+	bool exhausted;		/* no helper left: the last one died, every restart used */
+};
 
-/* The process id of the helper running now, or -1. */
-pid_t conf_pid(struct conf_helper *h);
+/* The helper's generation, process and whether any is left, in one snapshot. */
+struct conf_status conf_status(struct conf_helper *h);
 
 enum conf_death_kind {
 	CONF_DIED,	/* died between requests (killed, or crashed idle) */
@@ -117,9 +120,6 @@ struct conf_death {
 	const char *subject;	/* what it was parsing (conf_call's), or NULL */
 	const char *subject_id;
 };
-
-/* Whether no helper is left: the last one died and every restart is used. */
-bool conf_exhausted(struct conf_helper *h);
 
 /* The i-th death (0..), or NULL past the last. */
 const struct conf_death *conf_death(struct conf_helper *h, size_t i);

@@ -311,34 +311,16 @@ int conf_call(struct conf_helper *h, uint32_t type, const void *req, size_t len,
 	return r;
 }
 
-uint64_t conf_generation(struct conf_helper *h)
+struct conf_status conf_status(struct conf_helper *h)
 {
-	uint64_t g;
+	struct conf_status st;
 
 	pthread_mutex_lock(&h->lock);
-	g = h->generation;
+	st.generation = h->generation;
+	st.pid = h->pid;
+	st.exhausted = h->pid < 0 && h->restarts >= h->o.max_restarts;
 	pthread_mutex_unlock(&h->lock);
-	return g;
-}
-
-pid_t conf_pid(struct conf_helper *h)
-{
-	pid_t pid;
-
-	pthread_mutex_lock(&h->lock);
-	pid = h->pid;
-	pthread_mutex_unlock(&h->lock);
-	return pid;
-}
-
-bool conf_exhausted(struct conf_helper *h)
-{
-	bool r;
-
-	pthread_mutex_lock(&h->lock);
-	r = h->pid < 0 && h->restarts >= h->o.max_restarts;
-	pthread_mutex_unlock(&h->lock);
-	return r;
+	return st;
 }
 
 const struct conf_death *conf_death(struct conf_helper *h, size_t i)

@@ -133,12 +133,15 @@ void sym_perfmap_reset(struct sym_perfmap *pm)
 static void close_remote(struct sym_perfmap *pm)
 {
 	struct sym_wire_perfmap q = { .id = pm->remote_id };
+	struct conf_status cs;
 	char answer[16];
 	size_t alen;
 
+	if (!pm->helper || !pm->sent_gen)
+		return;
 	/* never a new parser started for this */
-	if (!pm->helper || !pm->sent_gen || pm->sent_gen != conf_generation(pm->helper) ||
-	    conf_pid(pm->helper) < 0)
+	cs = conf_status(pm->helper);
+	if (pm->sent_gen != cs.generation || cs.pid < 0)
 		return;
 	conf_call(pm->helper, SYM_REQ_PERFMAP_CLOSE, &q, sizeof(q), NULL, 0, answer,
 		  sizeof(answer), &alen, NULL, NULL);
@@ -273,7 +276,7 @@ static int send_file(struct sym_perfmap *pm, off_t size)
 		return 0;
 	}
 	/* after the call: a parser started for it is the one that has it */
-	pm->sent_gen = conf_generation(pm->helper);
+	pm->sent_gen = conf_status(pm->helper).generation;
 	pm->sent_size = size;
 	pm->remote_reset = false;
 	pm->remote_n = a.entries;
@@ -307,7 +310,7 @@ static int refresh_remote(struct sym_perfmap *pm)
 	}
 	/* never re-read what did not change */
 	if (st.st_size == pm->sent_size && pm->sent_gen &&
-	    pm->sent_gen == conf_generation(pm->helper))
+	    pm->sent_gen == conf_status(pm->helper).generation)
 		return 0;
 	if (st.st_size < pm->sent_size)
 		pm->remote_reset = true;	/* rewritten from the start */
@@ -426,7 +429,7 @@ static const char *lookup_remote(struct sym_perfmap *pm, uint64_t addr)
 	int r, tries;
 
 	for (tries = 0; tries < 2 && !pm->remote_dead && pm->fd >= 0; tries++) {
-		if (pm->sent_gen != conf_generation(pm->helper)) {
+		if (pm->sent_gen != conf_status(pm->helper).generation) {
 			pm->remote_reset = true;
 			send_file(pm, pm->sent_size);
 			if (pm->remote_dead)

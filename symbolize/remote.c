@@ -185,11 +185,11 @@ static int ask(struct sym_ctx *ctx, const struct proc_module *mod, struct mod_st
 	int r, tries;
 
 	for (tries = 0; tries < 2; tries++) {
-		if (st->remote_gen != conf_generation(ctx->helper)) {
+		if (st->remote_gen != conf_status(ctx->helper).generation) {
 			r = send_module(ctx, mod);
 			if (r < 0)
 				return r;
-			st->remote_gen = conf_generation(ctx->helper);
+			st->remote_gen = conf_status(ctx->helper).generation;
 			ctx->remote_sent = st->remote_gen;
 		}
 		r = conf_call(ctx->helper, SYM_REQ_LOOKUP, &q, sizeof(q), NULL, 0, answer,
@@ -239,14 +239,17 @@ int sym_remote_resolve(struct sym_ctx *ctx, const struct proc_module *mod, struc
 void sym_remote_close(struct sym_ctx *ctx)
 {
 	struct sym_wire_lookup q = { .ctx = ctx->remote_id };
+	struct conf_status cs;
 	char answer[16];
 	size_t alen;
 
 	free(ctx->remote_buf);
 	ctx->remote_buf = NULL;
+	if (!ctx->remote_sent)
+		return;
 	/* only to the helper that has its modules: never a restart for this */
-	if (!ctx->remote_sent || ctx->remote_sent != conf_generation(ctx->helper) ||
-	    conf_pid(ctx->helper) < 0)
+	cs = conf_status(ctx->helper);
+	if (ctx->remote_sent != cs.generation || cs.pid < 0)
 		return;
 	conf_call(ctx->helper, SYM_REQ_CLOSE, &q, sizeof(q), NULL, 0, answer, sizeof(answer),
 		  &alen, NULL, NULL);

@@ -758,7 +758,7 @@ static void test_perfmap(struct conf_helper *h, const char *how)
 	char path[64], text[512];
 	uint64_t a;
 	void *code;
-	pid_t parser;
+	pid_t parser, next;
 
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
 	code = mmap(NULL, 8192, PROT_READ | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -795,14 +795,14 @@ static void test_perfmap(struct conf_helper *h, const char *how)
 	check(sym_perfmap_entries(pm) == 4, "%s: 4 entries read (%zu)", how,
 	      sym_perfmap_entries(pm));
 
-	if (h && (parser = conf_pid(h)) > 0 && kill(parser, SIGKILL) == 0) {
+	if (h && (parser = conf_status(h).pid) > 0 && kill(parser, SIGKILL) == 0) {
 		waitid(P_PID, (id_t)parser, NULL, WEXITED | WNOWAIT);
 		/* a request would have found it dead and recorded the death */
 		check(sym_perfmap_refresh(pm, &maps) == 0 && !conf_death(h, 0),
 		      "%s: a file that did not change is not handed over again", how);
 		check(same_name(sym_perfmap_lookup(pm, a + 0x104), "partial") &&
-		      same_name(sym_perfmap_lookup(pm, a + 4), "second") && conf_pid(h) > 0 &&
-		      conf_pid(h) != parser,
+		      same_name(sym_perfmap_lookup(pm, a + 4), "second") &&
+		      (next = conf_status(h).pid) > 0 && next != parser,
 		      "%s: a parser killed between requests: the next one reads the file again", how);
 	}
 
