@@ -35,7 +35,8 @@ struct served_map {
 };
 
 struct served {
-	struct served_ctx *ctxs;
+	/* each its own allocation: its symbolizer keeps a pointer to it */
+	struct served_ctx **ctxs;
 	size_t n, cap;
 	struct served_map *maps;
 	size_t n_maps, cap_maps;
@@ -88,28 +89,48 @@ static void free_ctx(struct served_ctx *c)
 	for (i = 0; i < c->cap; i++)
 		free_mod(&c->mods[i]);
 	free(c->mods);
-	memset(c, 0, sizeof(*c));
+	free(c);
+}
+
+/* Where the context called id is in s->ctxs, or s->n. */
+static size_t ctx_index(const struct served *s, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		if (s->ctxs[i]->id == id)
+			break;
+	return i;
 }
 
 /* The context called id; create: made when missing.  NULL: none (or no memory). */
 static struct served_ctx *find_ctx(struct served *s, uint32_t id, bool create, unsigned flags)
 {
 	struct served_ctx *c;
-	size_t i;
+	size_t i = ctx_index(s, id);
 
-	for (i = 0; i < s->n; i++)
-		if (s->ctxs[i].id == id)
-			return &s->ctxs[i];
+	if (i < s->n)
+		return s->ctxs[i];
 	if (!create || cprof_grow(&s->ctxs, &s->cap, s->n + 1, sizeof(*s->ctxs), 8) < 0)
 		return NULL;
-	c = &s->ctxs[s->n];
-	memset(c, 0, sizeof(*c));
-	if (sym_create(&c->sym, NULL, flags) < 0)
+	c = calloc(1, sizeof(*c));
+	if (!c || sym_create(&c->sym, NULL, flags) < 0) {
+		free(c);
 		return NULL;
+	}
 	c->id = id;
 	sym_use_debuginfo_fds(c->sym, debug_fd_of, c);
-	s->n++;
+	s->ctxs[s->n++] = c;
 	return c;
+}
+
+/* The fixed-size head of a request (size bytes) into w.  Returns false when req is shorter. */
+static bool get_head(const void *req, size_t len, void *w, size_t size)
+{
+	if (len < size)
+		return false;
+	memcpy(w, req, size);
+	return true;
 }
 
 /* A string of the request, copied (NULL for NULL).  Returns 0 or -errno. */
@@ -135,9 +156,8 @@ static int serve_module(struct served *s, const void *req, size_t len, int *fds,
 	size_t off = sizeof(w);
 	int r;
 
-	if (len < sizeof(w) || nfds < 1)
+	if (nfds < 1 || !get_head(req, len, &w, sizeof(w)))
 		return -EPROTO;
-	memcpy(&w, req, sizeof(w));
 	if (!w.mod_id || w.mod_id > (1u << 24) || (w.has_debug && nfds < 2))
 		return -EPROTO;
 	c = find_ctx(s, w.ctx, true, w.flags);
@@ -209,9 +229,8 @@ static int serve_lookup(struct served *s, const void *req, size_t len, void *res
 	size_t n, i;
 	int r;
 
-	if (len < sizeof(q))
+	if (!get_head(req, len, &q, sizeof(q)))
 		return -EPROTO;
-	memcpy(&q, req, sizeof(q));
 	c = find_ctx(s, q.ctx, false, 0);
 	/* a helper started after the last one died has not seen the module */
 	if (!c || !q.mod_id || q.mod_id > c->cap || !c->mods[q.mod_id - 1].mod.id)
@@ -254,9 +273,8 @@ static int serve_perfmap(struct served *s, uint32_t type, const void *req, size_
 	const char *name;
 	int r;
 
-	if (len < sizeof(w))
+	if (!get_head(req, len, &w, sizeof(w)))
 		return -EPROTO;
-	memcpy(&w, req, sizeof(w));
 	m = find_map(s, w.id, type == SYM_REQ_PERFMAP);
 	if (type == SYM_REQ_PERFMAP_CLOSE) {
 		if (m) {
@@ -294,7 +312,6 @@ int sym_remote_serve(void **state, uint32_t type, const void *req, size_t len, i
 {
 	struct served *s = *state;
 	struct sym_wire_lookup q;
-	struct served_ctx *c;
 	size_t i;
 	int r = -EPROTO;
 
@@ -307,11 +324,11 @@ int sym_remote_serve(void **state, uint32_t type, const void *req, size_t len, i
 	else if (type == SYM_REQ_PERFMAP || type == SYM_REQ_JIT_NAME ||
 		 type == SYM_REQ_PERFMAP_CLOSE)
 		r = serve_perfmap(s, type, req, len, fds, nfds, resp, cap, resp_len);
-	else if (type == SYM_REQ_CLOSE && len >= sizeof(q)) {
-		memcpy(&q, req, sizeof(q));
-		if ((c = find_ctx(s, q.ctx, false, 0))) {
-			free_ctx(c);
-			*c = s->ctxs[--s->n];
+	else if (type == SYM_REQ_CLOSE && get_head(req, len, &q, sizeof(q))) {
+		i = ctx_index(s, q.ctx);
+		if (i < s->n) {
+			free_ctx(s->ctxs[i]);
+			s->ctxs[i] = s->ctxs[--s->n];
 		}
 		r = 0;
 	}
