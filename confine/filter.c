@@ -40,49 +40,36 @@ static const int refused[] = {
 	SCMP_SYS(readlinkat), SCMP_SYS(statx),
 };
 
-/* The calls allowed on some arguments only. */
+/* The calls allowed on some arguments only: one comparison each. */
 static int add_narrow(scmp_filter_ctx f, int sock)
 {
-	int r;
+	const struct {
+		int nr;
+		struct scmp_arg_cmp cmp;
+	} narrow[] = {
+		/* memory, never executable: parsing runs no code it reads */
+		{ SCMP_SYS(mmap), SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0) },
+		{ SCMP_SYS(mprotect), SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0) },
+		/* fstat of a descriptor, as the C library spells it, not of a path */
+		{ SCMP_SYS(newfstatat), SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH) },
+		/* its socket only */
+		{ SCMP_SYS(recvmsg), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)sock) },
+		{ SCMP_SYS(sendmsg), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)sock) },
+		/* fcntl to read flags or duplicate, never F_SETOWN and the like */
+		{ SCMP_SYS(fcntl), SCMP_A1(SCMP_CMP_EQ, F_GETFL) },
+		{ SCMP_SYS(fcntl), SCMP_A1(SCMP_CMP_EQ, F_GETFD) },
+		{ SCMP_SYS(fcntl), SCMP_A1(SCMP_CMP_EQ, F_DUPFD_CLOEXEC) },
+		/* writes only to standard error (an assertion's message) */
+		{ SCMP_SYS(write), SCMP_A0(SCMP_CMP_EQ, STDERR_FILENO) },
+		{ SCMP_SYS(writev), SCMP_A0(SCMP_CMP_EQ, STDERR_FILENO) },
+		/* abort() signals itself, and no other process of its user */
+		{ SCMP_SYS(tgkill), SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()) },
+	};
+	size_t i;
+	int r = 0;
 
-	/* memory, never executable: parsing runs no code it reads */
-	r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1,
-			     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1,
-				     SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-	/* fstat of a descriptor, as the C library spells it, not of a path */
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(newfstatat), 1,
-				     SCMP_A3(SCMP_CMP_MASKED_EQ, AT_EMPTY_PATH, AT_EMPTY_PATH));
-	/* its socket only */
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(recvmsg), 1,
-				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)sock));
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(sendmsg), 1,
-				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)sock));
-	/* fcntl to read flags or duplicate, never F_SETOWN and the like */
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
-				     SCMP_A1(SCMP_CMP_EQ, F_GETFL));
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
-				     SCMP_A1(SCMP_CMP_EQ, F_GETFD));
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(fcntl), 1,
-				     SCMP_A1(SCMP_CMP_EQ, F_DUPFD_CLOEXEC));
-	/* writes only to standard error (an assertion's message) */
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(write), 1,
-				     SCMP_A0(SCMP_CMP_EQ, STDERR_FILENO));
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(writev), 1,
-				     SCMP_A0(SCMP_CMP_EQ, STDERR_FILENO));
-	/* abort() signals itself, and no other process of its user */
-	if (!r)
-		r = seccomp_rule_add(f, SCMP_ACT_ALLOW, SCMP_SYS(tgkill), 1,
-				     SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)getpid()));
+	for (i = 0; !r && i < sizeof(narrow) / sizeof(narrow[0]); i++)
+		r = seccomp_rule_add_array(f, SCMP_ACT_ALLOW, narrow[i].nr, 1, &narrow[i].cmp);
 	return r;
 }
 
