@@ -297,25 +297,35 @@ static enum MHD_Result answer_ready(struct serve_ctx *c, struct req *r)
 	return serve_answer(r->conn, r->status, r->ctype, r->text ? r->text : "", r->text_len, NULL, NULL);
 }
 
-enum route {
-	ROUTE_PROFILE,
-	ROUTE_WALL,
-	ROUTE_THREADS,
-	ROUTE_INDEX,
-	ROUTE_METRICS,
-	ROUTE_REDIRECT,
-};
+static enum MHD_Result route_profile(struct serve_ctx *c, struct req *r, bool head)
+{
+	return serve_route_profile(c, r, head, SAMPLER_CPU);
+}
 
+static enum MHD_Result route_wall(struct serve_ctx *c, struct req *r, bool head)
+{
+	return serve_route_profile(c, r, head, SAMPLER_WALL);
+}
+
+/* /debug/pprof without its slash: where the index is. */
+static enum MHD_Result route_redirect(struct serve_ctx *c, struct req *r, bool head)
+{
+	serve_count_status(c, MHD_HTTP_MOVED_PERMANENTLY);
+	return serve_answer(r->conn, MHD_HTTP_MOVED_PERMANENTLY, CT_TEXT, "", 0,
+			    MHD_HTTP_HEADER_LOCATION, "/debug/pprof/");
+}
+
+/* Every path served, with what answers it (GET or HEAD). */
 static const struct {
 	const char *path;
-	enum route route;
+	enum MHD_Result (*answer)(struct serve_ctx *c, struct req *r, bool head);
 } routes[] = {
-	{ "/debug/pprof/profile", ROUTE_PROFILE },
-	{ "/debug/pprof/wall", ROUTE_WALL },
-	{ "/debug/pprof/threads", ROUTE_THREADS },
-	{ "/debug/pprof/", ROUTE_INDEX },
-	{ "/debug/pprof", ROUTE_REDIRECT },
-	{ "/metrics", ROUTE_METRICS },
+	{ "/debug/pprof/profile", route_profile },
+	{ "/debug/pprof/wall", route_wall },
+	{ "/debug/pprof/threads", route_threads },
+	{ "/debug/pprof/", route_index },
+	{ "/debug/pprof", route_redirect },
+	{ "/metrics", route_metrics },
 };
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -360,23 +370,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		return serve_answer_error(c, conn, MHD_HTTP_METHOD_NOT_ALLOWED, MHD_HTTP_HEADER_ALLOW,
 					"GET, HEAD", "method %.20s not allowed: use GET (or HEAD)",
 					method);
-	switch (routes[i].route) {
-	case ROUTE_PROFILE:
-		return serve_route_profile(c, r, head, SAMPLER_CPU);
-	case ROUTE_WALL:
-		return serve_route_profile(c, r, head, SAMPLER_WALL);
-	case ROUTE_THREADS:
-		return route_threads(c, r, head);
-	case ROUTE_INDEX:
-		return route_index(c, r, head);
-	case ROUTE_METRICS:
-		return route_metrics(c, r, head);
-	case ROUTE_REDIRECT:
-		serve_count_status(c, MHD_HTTP_MOVED_PERMANENTLY);
-		return serve_answer(conn, MHD_HTTP_MOVED_PERMANENTLY, CT_TEXT, "", 0,
-				  MHD_HTTP_HEADER_LOCATION, "/debug/pprof/");
-	}
-	return MHD_NO;
+	return routes[i].answer(c, r, head);
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **req_cls,
