@@ -37,20 +37,15 @@ set -u
 export LC_ALL=C
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD=${1:-./build}
-RUNS=${GO_PERF_RUNS:-3}
-SECS=${GO_PERF_SECS:-4}
-HZ=${GO_PERF_HZ:-100}
-GO=${GO:-go}
 ME=go-perf
 . "$HERE/lib.sh"
 
-[ -x "$BUILD/cprof" ] || die "no cprof in '$BUILD' (give the build directory as the first argument)"
-bench_positive GO_PERF_RUNS "$RUNS"
-bench_positive GO_PERF_SECS "$SECS" seconds
-bench_positive GO_PERF_HZ "$HZ" Hz
-command -v python3 >/dev/null || die "python3 is needed to read cprof --json"
-command -v "$GO" >/dev/null || die "go is needed to build the Go program"
+BUILD=${1:-./build}
+GO=${GO:-go}
+bench_cprof "$BUILD"
+bench_knobs GO_PERF 3 4 100
+bench_needs python3 "to read cprof --json"
+bench_needs "$GO" "to build the Go program"
 bench_workdir
 
 export GOCACHE=${GOCACHE:-$WORK/gocache} GOPATH=${GOPATH:-$WORK/gopath} GOFLAGS= GOPROXY=off

@@ -30,18 +30,13 @@ set -u
 export LC_ALL=C
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-BUILD=${1:-./build}
-RUNS=${KERNEL_RUNS:-3}
-SECS=${KERNEL_SECS:-4}
-HZ=${KERNEL_HZ:-100}
 ME=kernel
 . "$HERE/lib.sh"
 
-[ -x "$BUILD/cprof" ] || die "no cprof in '$BUILD' (give the build directory as the first argument)"
-bench_positive KERNEL_RUNS "$RUNS"
-bench_positive KERNEL_SECS "$SECS" seconds
-bench_positive KERNEL_HZ "$HZ" Hz
-command -v python3 >/dev/null || die "python3 is needed to read cprof --json"
+BUILD=${1:-./build}
+bench_cprof "$BUILD"
+bench_knobs KERNEL 3 4 100
+bench_needs python3 "to read cprof --json"
 bench_workdir
 
 PERF_NOTE=""

@@ -24,20 +24,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 BUILD=${1:-./build}
 K=${2:-10}
-CPROF="$BUILD/cprof"
-[ -x "$CPROF" ] || die "no cprof in '$BUILD' (give the build directory as the first argument)"
+bench_cprof "$BUILD"
 bench_positive K "$K" runs
 bench_workdir
-
-interpreters() {
-	local root m p
-	[ -x /usr/bin/python3.11 ] && echo /usr/bin/python3.11
-	root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "${HOME:-}/.pyenv")}
-	for m in 12 13; do
-		p=$(ls -d "$root"/versions/3.$m.[0-9]* 2>/dev/null | grep -v 't$' | sort -V | tail -n 1)
-		[ -n "$p" ] && [ -x "$p/bin/python3" ] && echo "$p/bin/python3"
-	done
-}
 
 # One interpreter: K dumps each way, alternating; prints the row.
 run_one() {
@@ -85,5 +74,5 @@ n=0
 while read -r py; do
 	run_one "$py"
 	n=$((n + 1))
-done < <(interpreters)
+done < <(bench_pythons 12 13)
 [ "$n" -gt 0 ] || die "no CPython found (/usr/bin/python3.11 or pyenv 3.12/3.13)"

@@ -28,21 +28,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${1:-./build}
 K=${2:-3}
 SECONDS_=${3:-4}
-CPROF="$BUILD/cprof"
-[ -x "$CPROF" ] || die "no cprof in '$BUILD' (give the build directory as the first argument)"
+bench_cprof "$BUILD"
 bench_positive K "$K" runs
 bench_positive SECONDS "$SECONDS_" seconds
 bench_workdir
-
-interpreters() {
-	local root m p
-	[ -x /usr/bin/python3.11 ] && echo /usr/bin/python3.11
-	root=${PYENV_ROOT:-$(pyenv root 2>/dev/null || echo "${HOME:-}/.pyenv")}
-	for m in 8 13; do
-		p=$(ls -d "$root"/versions/3.$m.[0-9]* 2>/dev/null | grep -v 't$' | sort -V | tail -n 1)
-		[ -n "$p" ] && [ -x "$p/bin/python3" ] && echo "$p/bin/python3"
-	done
-}
 
 run_one() {
 	python3 - "$CPROF" "$1" "$HERE/../tests/targets/pywork.py" "$K" "$SECONDS_" "$WORK" <<'PY' ||
@@ -95,5 +84,5 @@ n=0
 while read -r py; do
 	run_one "$py"
 	n=$((n + 1))
-done < <(interpreters)
+done < <(bench_pythons 8 13)
 [ "$n" -gt 0 ] || die "no CPython found (/usr/bin/python3.11 or pyenv 3.8/3.13)"
