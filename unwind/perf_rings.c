@@ -18,13 +18,16 @@
 #include "unwind/perf_rings.h"
 #include "unwind/perf_thread.h"
 
-/* x86-64's perf register numbers (asm/perf_regs.h), in the order a
- * sample carries them (perf_thread.c's REGS_MASK, by ascending number). */
-enum {
-	REG_AX, REG_BX, REG_CX, REG_DX, REG_SI, REG_DI, REG_BP, REG_SP, REG_IP, REG_FLAGS,
-	REG_CS, REG_SS,
+/* Where ptrace has each register a sample carries: x86-64's perf register
+ * numbers (asm/perf_regs.h) in ascending order, those of perf_thread.c's
+ * REGS_MASK (DS, ES, FS and GS left out). */
+static const uint8_t sample_regs[] = {
+	SNAP_REG(rax), SNAP_REG(rbx), SNAP_REG(rcx), SNAP_REG(rdx), SNAP_REG(rsi), SNAP_REG(rdi),
+	SNAP_REG(rbp), SNAP_REG(rsp), SNAP_REG(rip), SNAP_REG(eflags), SNAP_REG(cs), SNAP_REG(ss),
+	SNAP_REG(r8), SNAP_REG(r9), SNAP_REG(r10), SNAP_REG(r11), SNAP_REG(r12), SNAP_REG(r13),
+	SNAP_REG(r14), SNAP_REG(r15),
 };
-#define N_REGS 20
+#define N_REGS (sizeof(sample_regs) / sizeof(sample_regs[0]))
 
 struct ring {
 	int fd;			/* its owner, an event that never samples */
@@ -317,35 +320,6 @@ static uint64_t parse_callchain(const struct perf_rings *r, const struct ring *g
 	return pos + 8 * nr;
 }
 
-/* The registers of a sample (PERF_SAMPLE_REGS_USER, by ascending number)
- * as ptrace gives them; orig_rax -1: not in a system call. */
-static void regs_of_sample(struct user_regs_struct *r, const uint64_t regs[N_REGS])
-{
-	memset(r, 0, sizeof(*r));
-	r->rax = regs[REG_AX];
-	r->rbx = regs[REG_BX];
-	r->rcx = regs[REG_CX];
-	r->rdx = regs[REG_DX];
-	r->rsi = regs[REG_SI];
-	r->rdi = regs[REG_DI];
-	r->rbp = regs[REG_BP];
-	r->rsp = regs[REG_SP];
-	r->rip = regs[REG_IP];
-	r->eflags = regs[REG_FLAGS];
-	r->cs = regs[REG_CS];
-	r->ss = regs[REG_SS];
-	/* R8..R15 follow SS in the sample: numbers 16..23, indexes 12..19 */
-	r->r8 = regs[12];
-	r->r9 = regs[13];
-	r->r10 = regs[14];
-	r->r11 = regs[15];
-	r->r12 = regs[16];
-	r->r13 = regs[17];
-	r->r14 = regs[18];
-	r->r15 = regs[19];
-	r->orig_rax = (unsigned long long)-1;
-}
-
 /* The stack copy of a sample at pos (its size first) into sn, for a
  * thread asking for stack bytes.  Returns 0 or -EIO. */
 static int parse_stack(const struct perf_rings *r, struct ring *g, uint64_t pos, uint64_t end,
@@ -412,7 +386,8 @@ static int parse_sample(struct perf_rings *r, struct ring *g, uint64_t pos, uint
 		return -EIO;
 	ring_copy(r, g, pos, regs, sizeof(regs));
 	pos += sizeof(regs);
-	regs_of_sample(&sn->regs, regs);
+	snap_regs_from(&sn->regs, regs, sample_regs, N_REGS);
+	sn->regs.orig_rax = (unsigned long long)-1;	/* not in a system call */
 	if (parse_stack(r, g, pos, end, perf_thread_stack_size(id->pt), sn, view) < 0)
 		return -EIO;
 	sn->tid = perf_thread_tid(id->pt);

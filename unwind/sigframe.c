@@ -35,26 +35,16 @@ bool sigframe_is_restorer_code(const uint8_t code[SIGFRAME_RESTORER_LEN])
 	return !memcmp(code, restorer, sizeof(restorer));
 }
 
+/* Where ptrace has each gregs word, in the G_* order. */
+static const uint8_t gregs_at[SIGFRAME_GREGS] = {
+	SNAP_REG(r8), SNAP_REG(r9), SNAP_REG(r10), SNAP_REG(r11), SNAP_REG(r12), SNAP_REG(r13),
+	SNAP_REG(r14), SNAP_REG(r15), SNAP_REG(rdi), SNAP_REG(rsi), SNAP_REG(rbp), SNAP_REG(rbx),
+	SNAP_REG(rdx), SNAP_REG(rax), SNAP_REG(rcx), SNAP_REG(rsp), SNAP_REG(rip),
+};
+
 void sigframe_regs(const uint64_t g[SIGFRAME_GREGS], struct user_regs_struct *r)
 {
-	memset(r, 0, sizeof(*r));
-	r->r8 = g[G_R8];
-	r->r9 = g[G_R9];
-	r->r10 = g[G_R10];
-	r->r11 = g[G_R11];
-	r->r12 = g[G_R12];
-	r->r13 = g[G_R13];
-	r->r14 = g[G_R14];
-	r->r15 = g[G_R15];
-	r->rdi = g[G_RDI];
-	r->rsi = g[G_RSI];
-	r->rbp = g[G_RBP];
-	r->rbx = g[G_RBX];
-	r->rdx = g[G_RDX];
-	r->rax = g[G_RAX];
-	r->rcx = g[G_RCX];
-	r->rsp = g[G_RSP];
-	r->rip = g[G_RIP];
+	snap_regs_from(r, g, gregs_at, SIGFRAME_GREGS);
 }
 
 static uint64_t word(const struct snap *s, size_t off)

@@ -14,6 +14,16 @@
 #include "unwind/sigframe.h"
 #include "unwind/snapshot.h"
 
+void snap_regs_from(struct user_regs_struct *r, const uint64_t *words, const uint8_t *where,
+		    size_t n)
+{
+	size_t i;
+
+	memset(r, 0, sizeof(*r));
+	for (i = 0; i < n; i++)
+		memcpy((char *)r + where[i], &words[i], sizeof(words[i]));
+}
+
 int snap_init(struct snap *s, size_t cap)
 {
 	memset(s, 0, sizeof(*s));

@@ -25,6 +25,18 @@
  * frames, within the kernel's default perf_event_max_stack (127). */
 #define SNAP_USER_MAX 63
 
+/* Where a register sits in ptrace's struct user_regs_struct: tables of
+ * these say where each word of another layout goes (snap_regs_from). */
+#define SNAP_REG(field) offsetof(struct user_regs_struct, field)
+
+/*
+ * Fills r from words[0..n) of another layout (a perf sample's, a signal
+ * frame's): word i is the register at SNAP_REG offset where[i]; registers
+ * no word names are 0.
+ */
+void snap_regs_from(struct user_regs_struct *r, const uint64_t *words, const uint8_t *where,
+		    size_t n);
+
 struct snap {
 	pid_t tid;
 	struct user_regs_struct regs;
