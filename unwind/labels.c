@@ -91,3 +91,19 @@ int sampler_process_at(const struct sampler *s, size_t i, struct sampler_process
 	out->value_ns = s->procs[i]->value_ns;
 	return 0;
 }
+
+int sampler_thread_stopped(const struct sampler *s, size_t i, struct sampler_thread_stop *out)
+{
+	const struct samp_thread *st;
+	struct tracer_thread *th;
+
+	if (!s->tracer || i >= tracer_thread_count(s->tracer))
+		return -ENOENT;
+	th = tracer_thread_at(s->tracer, i);
+	st = th->user;
+	out->tid = th->tid;
+	out->name = st && st->label ? s->labels[st->label - 1].name : "";
+	out->appeared_ns = th->appeared_ns;
+	out->stopped_ns = th->stopped_ns;
+	return 0;
+}

@@ -232,6 +232,16 @@ struct sampler_process {
 size_t sampler_process_count(const struct sampler *s);
 int sampler_process_at(const struct sampler *s, size_t i, struct sampler_process *out);
 
+/* A traced thread's time held in the stops cprof asked for, so far.  Only
+ * during the session, from the progress callback: i from 0 until -ENOENT. */
+struct sampler_thread_stop {
+	pid_t tid;
+	const char *name;	/* its label's; valid until the next sampler call */
+	uint64_t appeared_ns;	/* CLOCK_MONOTONIC: seized or born */
+	uint64_t stopped_ns;
+};
+int sampler_thread_stopped(const struct sampler *s, size_t i, struct sampler_thread_stop *out);
+
 /* With python: the interpreter found (the first, if several processes run
  * one), or why a layout was refused when none could be read.  The strings
  * live as long as s. */
