@@ -184,31 +184,67 @@ enum cli_opt_status cli_session_opt_python(void *value, const char *arg);
 bool cli_kernel_setup(struct cli_session *a, enum sampler_mode mode, bool quiet);
 void cli_kernel_done(struct cli_session *a);
 
-/* The option table entries attach and record share, on the session *s. */
 /* The options of how samples are taken that every sampling command shares
- * (attach, record, serve, top). */
+ * (attach, record, serve, top), on the session *s. */
 #define CLI_SAMPLING_OPTIONS(s) \
 	CLI_OPTION_CALLBACK('F', "frequency", (s), cli_session_opt_hz), \
 	CLI_OPTION_CALLBACK(0, "stop", (s), cli_session_opt_stop), \
 	CLI_OPTION_CALLBACK(0, "source", (s), cli_session_opt_source), \
 	CLI_OPTION_CALLBACK(0, "stack-size", (s), cli_session_opt_stack_size), \
+	CLI_OPTION_CALLBACK(0, "kernel", (s), cli_session_opt_kernel), \
+	CLI_OPTION_CALLBACK(0, "python", (s), cli_session_opt_python), \
 	CLI_OPTION_CALLBACK(0, "debuginfod-timeout", (s), cli_session_opt_debuginfod_timeout), \
 	CLI_OPTION_BOOL(0, "no-debuginfod", &(s)->no_debuginfod), \
 	CLI_OPTION_STRING(0, "helper-user", &(s)->helper_user)
 
-#define CLI_SESSION_OPTIONS(s) \
+/* ... and those of a session that runs for a while and may write a profile
+ * (attach, record, top). */
+#define CLI_RUN_OPTIONS(s) \
 	CLI_SAMPLING_OPTIONS(s), \
 	CLI_OPTION_CALLBACK('d', "duration", (s), cli_session_opt_duration), \
 	CLI_OPTION_STRING('o', "output", &(s)->output), \
-	CLI_OPTION_CALLBACK('f', "format", (s), cli_session_opt_format), \
 	CLI_OPTION_CALLBACK(0, "mode", (s), cli_session_opt_mode), \
-	CLI_OPTION_CALLBACK(0, "kernel", (s), cli_session_opt_kernel), \
-	CLI_OPTION_CALLBACK(0, "python", (s), cli_session_opt_python), \
-	CLI_OPTION_CALLBACK(0, "sched", (s), cli_session_opt_sched), \
+	CLI_OPTION_CALLBACK(0, "sched", (s), cli_session_opt_sched)
+
+/* ... and those of attach and record, which end with the profile written. */
+#define CLI_SESSION_OPTIONS(s) \
+	CLI_RUN_OPTIONS(s), \
+	CLI_OPTION_CALLBACK('f', "format", (s), cli_session_opt_format), \
 	CLI_OPTION_CALLBACK(0, "write-timeout", (s), cli_session_opt_write_timeout), \
 	CLI_OPTION_BOOL(0, "fsync", &(s)->fsync), \
 	CLI_OPTION_BOOL('q', "quiet", &(s)->quiet), \
 	CLI_OPTION_BOOL(0, "json", &(s)->json)
+
+/* The help of -F, --mode, --sched and CLI_SAMPLING_OPTIONS, as attach and
+ * top print it. */
+#define CLI_SAMPLING_HELP \
+	"  -F, --frequency HZ     samples per second per thread, 1..1000 (default 100)\n" \
+	"      --mode cpu|wall    cpu (default): running threads, valued by the CPU time\n" \
+	"                         they used; wall: every thread, valued in wall time\n" \
+	"      --stop thread|process\n" \
+	"                         thread (default): one at a time; process: the sampled\n" \
+	"                         threads together (one instant)\n" \
+	"      --source auto|perf|ptrace\n" \
+	"                         who copies a cpu-mode sample: perf, the kernel at a\n" \
+	"                         timer interrupt (no thread stopped); ptrace, cprof at\n" \
+	"                         a stop; auto (default): perf where permitted, Go\n" \
+	"                         programs included\n" \
+	"      --kernel on|off    on (default): perf samples taken in the kernel carry\n" \
+	"                         its frames, under the user stack, where permitted\n" \
+	"      --python auto|off  auto (default): CPython's frames spliced into the\n" \
+	"                         native stacks, read at stops (3.8-3.13)\n" \
+	"      --stack-size N     bytes of stack copied per sample, 4k..8m (default 64k;\n" \
+	"                         perf samples: 16k, grown to 64k where a walk needs it;\n" \
+	"                         more than 65528 makes auto sample at stops)\n" \
+	"      --sched auto|rt|normal\n" \
+	"                         the sampling thread's scheduling: auto (default):\n" \
+	"                         real-time when permitted, else nice -10; rt: real-time\n" \
+	"                         or exit; normal: never real-time\n" \
+	"      --debuginfod-timeout D\n" \
+	"                         bound of one debuginfo download from DEBUGINFOD_URLS\n" \
+	"                         (default 5s; a run's downloads get six times that)\n" \
+	"      --no-debuginfod    download no debuginfo, even with DEBUGINFOD_URLS set\n" \
+	"      --helper-user USER the confined parser's user when root (default nobody)\n"
 
 /* With --sched rt, whether real-time scheduling is permitted: returns
  * CPROF_EXIT_OK, or CPROF_EXIT_FATAL once reported. */
@@ -231,6 +267,12 @@ int cli_session_run(const struct cli_session *a, pid_t pid, const char *what,
 struct prof_builder;
 struct prof_stacks;
 struct sym_ctx;
+
+/* The export options of a profile of s's samples taken with the options
+ * a: their values, labels, Python and kernel frames (no time, no deadline). */
+struct prof_export_opts;
+void cli_session_export(const struct cli_session *a, const struct sampler *s,
+			struct prof_export_opts *o);
 
 /*
  * The profile of stacks, sampled by s with the options a (a whole session,

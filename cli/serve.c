@@ -216,8 +216,6 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 		CLI_OPTION_ULONG(0, "max-connections", &max_conn, 1, 100000),
 		CLI_OPTION_ULONG(0, "timeout", &timeout_s, 1, 3600),
 		CLI_SAMPLING_OPTIONS(&c->a),
-		CLI_OPTION_CALLBACK(0, "kernel", &c->a, cli_session_opt_kernel),
-		CLI_OPTION_CALLBACK(0, "python", &c->a, cli_session_opt_python),
 		CLI_OPTION_BOOL('q', "quiet", &c->quiet),
 		CLI_OPTION_END,
 	};

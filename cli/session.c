@@ -40,6 +40,20 @@ static int python_line_of(uint64_t id, struct prof_line *out, void *arg)
 	return 0;
 }
 
+void cli_session_export(const struct cli_session *a, const struct sampler *s,
+			struct prof_export_opts *o)
+{
+	*o = (struct prof_export_opts){
+		.value = a->mode == SAMPLER_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
+		.hz = a->hz,
+		.thread_label = label_of,
+		.process_label = process_label_of,
+		.python_line = python_line_of,
+		.arg = (void *)s,
+		.kernel = a->kallsyms,
+	};
+}
+
 static const enum prof_format formats[] = {
 	[CLI_FORMAT_PPROF] = PROF_FORMAT_PPROF,
 	[CLI_FORMAT_COLLAPSED] = PROF_FORMAT_COLLAPSED,
@@ -94,21 +108,13 @@ static void session_of(struct prof_session *ps, struct session_text *t,
 	*ps = (struct prof_session){
 		.stacks = stacks,
 		.mods = sampler_modules(s),
-		.export = {
-			.value = a->mode == SAMPLER_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
-			.hz = a->hz,
-			.time_nanos = (int64_t)st->start_realtime_ns,
-			.duration_nanos = (int64_t)st->elapsed_ns,
-			.thread_label = label_of,
-			.process_label = process_label_of,
-			.python_line = python_line_of,
-			.arg = (void *)s,
-			.kernel = a->kallsyms,
-		},
 		.comments = t->comments,
 		.n_comments = SESSION_N_COMMENTS,
 		.title = t->title,
 	};
+	cli_session_export(a, s, &ps->export);
+	ps->export.time_nanos = (int64_t)st->start_realtime_ns;
+	ps->export.duration_nanos = (int64_t)st->elapsed_ns;
 }
 
 /*
