@@ -23,14 +23,16 @@ static void top_usage(FILE *f)
 	fprintf(f,
 		"usage: cprof top -p PID [-b] [--json] [-d DURATION] [-o FILE] [-F HZ]\n"
 		"                 [--mode cpu|wall] [--children] [--stop thread|process]\n"
-		"                 [--source auto|perf|ptrace] [--stack-size BYTES]\n"
+		"                 [--source auto|perf|ptrace] [--kernel on|off]\n"
+		"                 [--python auto|off] [--stack-size BYTES]\n"
 		"                 [--sched auto|rt|normal] [--debuginfod-timeout D]\n"
 		"                 [--no-debuginfod] [--helper-user USER]\n"
 		"\n"
 		"Shows, redrawn every second, the functions the running process PID spends its\n"
-		"time in, as top shows processes.  Keys: q quit, s sort (flat or cumulative),\n"
-		"a last second or since the start, t threads, l lines, p pause (the process is\n"
-		"let go until p again), r reset the totals.\n"
+		"time in, as top shows processes; kernel functions are marked [k].  Keys: q\n"
+		"quit, s sort (flat or cumulative), a last second or since the start, t\n"
+		"threads, l lines, p pause (the process is let go until p again), r reset the\n"
+		"totals.\n"
 		"\n"
 		"  -p, --pid PID          process to watch\n"
 		"      --children         its descendants too\n"
@@ -39,12 +41,7 @@ static void top_usage(FILE *f)
 		"  -d, --duration D       end after D: 500ms, 30s, 2m (default: until q,\n"
 		"                         Ctrl-C or the process exits)\n"
 		"  -o, --output FILE      also write the whole session as a pprof profile\n"
-		"  -F, --frequency HZ     samples per second per thread, 1..1000 (default 100)\n"
-		"      --mode cpu|wall    cpu (default): running threads, by CPU time; wall:\n"
-		"                         every thread, by wall time\n"
-		"      --stop, --source, --stack-size, --sched, --debuginfod-timeout,\n"
-		"      --no-debuginfod, --helper-user USER\n"
-		"                         as for cprof attach (see cprof-attach(1))\n"
+		CLI_SAMPLING_HELP
 		"  -h, --help             this help\n");
 }
 
@@ -137,9 +134,7 @@ static void update_header(struct top *t, const struct top_interval *iv)
 	t->h.samples = st->samples - p->samples;
 	t->h.interval_ns = elapsed;
 	t->h.cprof_cpu = now > t->wall_ns ? (double)(cpu - t->cpu_ns) / (double)(now - t->wall_ns) : 0;
-	t->h.stopped = elapsed && t->h.threads ?
-		(double)(st->tracer.stop_ns_total - p->tracer.stop_ns_total) /
-		((double)elapsed * t->h.threads) : 0;
+	t->h.stopped = iv->stopped;
 	fresh = fresh_walks(st) - fresh_walks(p);
 	complete = st->ends[REMOTE_END_COMPLETE] + st->ends[REMOTE_END_GO_SWITCH] -
 		   p->ends[REMOTE_END_COMPLETE] - p->ends[REMOTE_END_GO_SWITCH];
@@ -423,11 +418,7 @@ static int parse(struct top *t, int argc, char **argv)
 		CLI_OPTION_BOOL(0, "children", &t->children),
 		CLI_OPTION_BOOL('b', "batch", &t->batch),
 		CLI_OPTION_BOOL(0, "json", &t->a.json),
-		CLI_OPTION_CALLBACK('d', "duration", &t->a, cli_session_opt_duration),
-		CLI_OPTION_STRING('o', "output", &t->a.output),
-		CLI_SAMPLING_OPTIONS(&t->a),
-		CLI_OPTION_CALLBACK(0, "mode", &t->a, cli_session_opt_mode),
-		CLI_OPTION_CALLBACK(0, "sched", &t->a, cli_session_opt_sched),
+		CLI_RUN_OPTIONS(&t->a),
 		CLI_OPTION_END,
 	};
 	const char *output;
@@ -492,7 +483,9 @@ static int run(struct top *t)
 	/* before the target is touched, while cprof has a single thread */
 	if (cli_helper_start(t->a.helper_user, &t->a.helper) != CPROF_EXIT_OK)
 		return CPROF_EXIT_FATAL;
-	ret = top_model_create(&t->model);
+	/* a line on stderr when the kernel hides its symbols: said before the screen */
+	cli_kernel_setup(&t->a, t->a.mode, false);
+	ret = top_model_create(&t->model, t->a.kallsyms);
 	if (!ret)
 		ret = top_feed_create(&t->feed, &t->a, t->pid,
 				      t->children ? TRACER_DESCENDANTS : 0, t->a.output != NULL);
@@ -540,6 +533,7 @@ int cmd_top(int argc, char **argv)
 	top_screen_close();
 	top_feed_destroy(t.feed);
 	top_model_destroy(t.model);
+	cli_kernel_done(&t.a);
 	if (t.sigfd >= 0)
 		close(t.sigfd);
 	/* a parser's death lost some names */

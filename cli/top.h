@@ -40,6 +40,23 @@ struct top_label {
  * itself, which grows, to the session thread).
  */
 struct sess;
+struct sym_kallsyms;
+
+/* A Python frame's location (PROF_FRAME_PYTHON addr id), named on the
+ * session thread, which alone may read the interpreter's tables. */
+struct top_pyloc {
+	uint64_t id;
+	char *function;
+	char *file;
+	int line;
+};
+
+/* The thread held stopped the longest share of the interval. */
+struct top_stopped {
+	double share;		/* of its time in the interval; 0: none stopped */
+	pid_t tid;		/* 0: no thread lived long enough to say */
+	char name[32];
+};
 
 struct top_interval {
 	struct prof_stacks *stacks;
@@ -47,7 +64,10 @@ struct top_interval {
 	size_t n_mods;
 	struct top_label *labels;
 	size_t n_labels;
+	struct top_pyloc *pylocs;	/* by id */
+	size_t n_pylocs;
 	struct sampler_stats st;	/* the session's, at the cut */
+	struct top_stopped stopped;
 	unsigned segment;		/* which session: each resume starts one */
 	struct sess *sess;		/* that session (perf maps, downloads): the feed's */
 	bool last;			/* the session's final cut */
@@ -120,7 +140,7 @@ struct top_header {
 	uint64_t samples;
 	uint64_t interval_ns;		/* wall time the interval covered */
 	double cprof_cpu;		/* cprof's CPU time / wall time (1 = one CPU) */
-	double stopped;			/* a thread's mean share of time held stopped */
+	struct top_stopped stopped;	/* the worst thread's share held stopped */
 	double complete;		/* share of fresh walks that reached a root; <0: none */
 	uint64_t elapsed_ns;		/* since top started */
 	uint64_t total_samples;		/* since start (or the last reset) */
@@ -132,7 +152,8 @@ struct top_header {
 
 struct top_model;
 
-int top_model_create(struct top_model **out);
+/* kernel: the kernel's symbols for kernel frames (NULL: none taken). */
+int top_model_create(struct top_model **out, const struct sym_kallsyms *kernel);
 void top_model_destroy(struct top_model *m);
 /* Folds iv in: into the totals, and as the last interval unless as_last is
  * false (a sliver a session's end cut).  Returns 0 or -ENOMEM. */

@@ -12,6 +12,8 @@
 #include "lib/hash.h"
 #include "lib/htab.h"
 #include "session/session.h"
+#include "profile/reader.h"
+#include "symbolize/kallsyms.h"
 #include "symbolize/symbolize.h"
 
 /* A function, or a function's line (is_line), with its values: [0] flat,
@@ -57,6 +59,7 @@ struct top_model {
 	size_t n_pairs, cap_pairs;
 	struct cprof_htab pair_index;
 	struct sym_ctx *sym;
+	const struct sym_kallsyms *kernel;	/* NULL: no kernel frame taken */
 	unsigned sym_segment;
 	uint64_t sym_generation;	/* the session's live generation at sym's making */
 	bool sym_tried;
@@ -70,7 +73,7 @@ struct top_model {
 	int64_t *hot_value;		/* scratch: per thread */
 	uint32_t *hot;
 	size_t cap_hot, cap_hot_value;
-	char scratch[256];
+	char scratch[320];
 	struct sym_frame made;		/* resolve's made-up frame */
 };
 
@@ -128,10 +131,13 @@ static bool thread_eq(const struct top_model *m, uint32_t i, const pid_t *tid)
 #define HTAB_COMPARE(m, i, k) ((m)->pairs[i].thread == (k)->thread && (m)->pairs[i].func == (k)->func)
 #include "lib/htab-type.h"
 
-int top_model_create(struct top_model **out)
+int top_model_create(struct top_model **out, const struct sym_kallsyms *kernel)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	(*out)->kernel = kernel;
+	return 0;
 }
 
 void top_model_destroy(struct top_model *m)
@@ -248,6 +254,40 @@ static long count(struct top_model *m, const struct entity_key *k, bool leaf, in
 	return i;
 }
 
+static int cmp_pyloc(const void *key, const void *elem)
+{
+	uint64_t id = *(const uint64_t *)key, other = ((const struct top_pyloc *)elem)->id;
+
+	return id < other ? -1 : id > other;
+}
+
+/* A kernel frame, named as report names it (perf's mark), or a Python
+ * frame, named as the profile names it: into m->made.  False: f is
+ * neither. */
+static bool resolve_special(struct top_model *m, const struct prof_frame *f)
+{
+	const struct top_interval *iv = m->iv;
+	const struct top_pyloc *py;
+	const char *name;
+
+	if (f->flags & PROF_FRAME_KERNEL) {
+		name = m->kernel ? sym_kallsyms_lookup(m->kernel, f->flags & PROF_FRAME_EXACT ?
+						       f->addr : f->addr - 1, NULL) : NULL;
+		snprintf(m->scratch, sizeof(m->scratch), "%s" PROF_RD_KERNEL_MARK,
+			 name ? name : "[kernel.kallsyms]");
+		return true;
+	}
+	if (!(f->flags & PROF_FRAME_PYTHON))
+		return false;
+	py = bsearch(&f->addr, iv->pylocs, iv->n_pylocs, sizeof(*iv->pylocs), cmp_pyloc);
+	if (py)
+		m->made = (struct sym_frame){ .function = py->function, .file = py->file,
+					      .line = py->line };
+	else
+		snprintf(m->scratch, sizeof(m->scratch), "[python]");
+	return true;
+}
+
 /* The frames f stands for: its inline chain, or one made-up frame. */
 static void resolve(struct top_model *m, const struct prof_frame *f, const struct sym_frame **sf,
 		    size_t *n)
@@ -262,6 +302,8 @@ static void resolve(struct top_model *m, const struct prof_frame *f, const struc
 		snprintf(m->scratch, sizeof(m->scratch), "[truncated]");
 		goto made_up;
 	}
+	if (resolve_special(m, f))
+		goto made_up;
 	if (f->module && f->module <= iv->n_mods)
 		mod = iv->mods[f->module - 1];
 	if (m->sym && sym_lookup(m->sym, mod, f->addr, !(f->flags & PROF_FRAME_EXACT), sf, n) == 0 &&

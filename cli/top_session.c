@@ -12,11 +12,18 @@
 #include <unistd.h>
 
 #include "cli/top.h"
+#include "lib/clock.h"
 #include "lib/grow.h"
 #include "profile/export.h"
 #include "profile/profile.h"
 #include "session/session.h"
 #include "symbolize/symbolize.h"
+
+/* A thread's time held stopped, as of a cut. */
+struct held {
+	pid_t tid;
+	uint64_t stopped_ns;
+};
 
 /* One sampling session: top runs one, and one more after each pause. */
 struct segment {
@@ -48,6 +55,14 @@ struct top_feed {
 	bool running;			/* the runner lives, its end not yet taken */
 	struct prof_stacks *cur;	/* the interval being filled */
 	uint64_t cut_ns;		/* elapsed_ns of the last cut */
+	uint64_t cut_mono_ns;		/* CLOCK_MONOTONIC at the last cut */
+	/* each traced thread's stopped time at the last cut (held), for the
+	 * next cut's shares, and the next cut's (held_next) */
+	struct held *held, *held_next;
+	size_t n_held, cap_held, cap_held_next;
+	/* scratch for the Python ids of the interval being cut */
+	uint64_t *py_ids;
+	size_t n_py_ids, cap_py_ids;
 };
 
 void top_interval_free(struct top_interval *iv)
@@ -55,6 +70,11 @@ void top_interval_free(struct top_interval *iv)
 	if (!iv)
 		return;
 	prof_stacks_destroy(iv->stacks);
+	for (size_t i = 0; i < iv->n_pylocs; i++) {
+		free(iv->pylocs[i].function);
+		free(iv->pylocs[i].file);
+	}
+	free(iv->pylocs);
 	free(iv->mods);
 	free(iv->labels);
 	free(iv);
@@ -110,6 +130,114 @@ static int snapshot_names(struct top_interval *iv, const struct sampler *s)
 	return 0;
 }
 
+static int add_python_ids(uint32_t thread, const struct prof_frame *frames, size_t n,
+			  const int64_t *values, void *arg)
+{
+	struct top_feed *f = arg;
+	size_t i;
+
+	(void)thread;
+	(void)values;
+	for (i = 0; i < n; i++) {
+		if (!(frames[i].flags & PROF_FRAME_PYTHON))
+			continue;
+		if (cprof_grow(&f->py_ids, &f->cap_py_ids, f->n_py_ids + 1, sizeof(*f->py_ids),
+			       256) < 0)
+			return -ENOMEM;
+		f->py_ids[f->n_py_ids++] = frames[i].addr;
+	}
+	return 0;
+}
+
+static int cmp_id(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The Python locations iv's samples name, into iv (sorted by id): the
+ * interpreter's tables grow on the session thread, which alone reads them. */
+static int snapshot_python(struct top_feed *f, struct top_interval *iv, const struct sampler *s)
+{
+	struct py_location loc;
+	struct top_pyloc *p;
+	size_t i;
+	int ret;
+
+	f->n_py_ids = 0;
+	ret = prof_stacks_foreach(iv->stacks, add_python_ids, f);
+	if (ret < 0 || !f->n_py_ids)
+		return ret;
+	qsort(f->py_ids, f->n_py_ids, sizeof(*f->py_ids), cmp_id);
+	iv->pylocs = calloc(f->n_py_ids, sizeof(*iv->pylocs));
+	if (!iv->pylocs)
+		return -ENOMEM;
+	for (i = 0; i < f->n_py_ids; i++) {
+		if ((i && f->py_ids[i] == f->py_ids[i - 1]) ||
+		    sampler_python_location(s, f->py_ids[i], &loc) < 0)
+			continue;
+		p = &iv->pylocs[iv->n_pylocs++];
+		p->id = f->py_ids[i];
+		p->line = loc.line;
+		p->function = strdup(loc.function);
+		p->file = loc.file ? strdup(loc.file) : NULL;
+		if (!p->function || (loc.file && !p->file))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* A thread's time held stopped at the last cut (0: it is new). */
+static uint64_t held_before(const struct top_feed *f, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < f->n_held; i++)
+		if (f->held[i].tid == tid)
+			return f->held[i].stopped_ns;
+	return 0;
+}
+
+/*
+ * The thread held stopped the longest share of the interval, into iv, and
+ * every thread's stopped time for the next cut.  During the session only
+ * (its final cut has none).  A thread counts once it has lived a sampling
+ * period in the interval: one stop of a thread just born is no share.
+ */
+static void snapshot_stopped(struct top_feed *f, struct top_interval *iv, const struct sampler *s)
+{
+	uint64_t now = cprof_now_ns(), floor = 1000000000ull / f->a.hz, from, held;
+	struct sampler_thread_stop th;
+	struct held *swap;
+	size_t i, n = 0;
+	double share;
+
+	for (i = 0; sampler_thread_stopped(s, i, &th) == 0; i++) {
+		from = th.appeared_ns > f->cut_mono_ns ? th.appeared_ns : f->cut_mono_ns;
+		held = held_before(f, th.tid);
+		/* (a tid used again by a new thread: its own time) */
+		held = th.stopped_ns >= held ? th.stopped_ns - held : th.stopped_ns;
+		share = now > from + floor ? (double)held / (double)(now - from) : -1;
+		if (share > iv->stopped.share) {
+			iv->stopped = (struct top_stopped){ .share = share, .tid = th.tid };
+			snprintf(iv->stopped.name, sizeof(iv->stopped.name), "%s", th.name);
+		}
+		/* no room: the thread's next share counts its whole life, too high */
+		if (cprof_grow(&f->held_next, &f->cap_held_next, n + 1, sizeof(*f->held_next),
+			       64) == 0)
+			f->held_next[n++] = (struct held){ th.tid, th.stopped_ns };
+	}
+	swap = f->held;
+	f->held = f->held_next;
+	f->held_next = swap;
+	i = f->cap_held;
+	f->cap_held = f->cap_held_next;
+	f->cap_held_next = i;
+	f->n_held = n;
+	f->cut_mono_ns = now;
+}
+
 /*
  * Hands the interval filled so far to the main thread.  Called on the
  * session thread (the only one that may read its modules and labels), or
@@ -120,9 +248,12 @@ static void cut(struct top_feed *f, struct sess *sess, const struct sampler_stat
 		bool last)
 {
 	struct top_interval *iv = calloc(1, sizeof(*iv));
+	const struct sampler *s = sess_sampler(sess);
 
-	if (iv && f->cur && snapshot_names(iv, sess_sampler(sess)) == 0) {
+	if (iv)
 		iv->stacks = f->cur;
+	if (iv && f->cur && snapshot_names(iv, s) == 0 && snapshot_python(f, iv, s) == 0) {
+		snapshot_stopped(f, iv, s);
 		iv->sess = sess;
 		iv->st = *st;
 		iv->segment = (unsigned)(f->n_segs - 1);
@@ -135,6 +266,8 @@ static void cut(struct top_feed *f, struct sess *sess, const struct sampler_stat
 		iv = NULL;
 		wake(f);
 	}
+	if (iv)
+		iv->stacks = NULL;	/* still f->cur's, filled on */
 	top_interval_free(iv);
 	f->cut_ns = st->elapsed_ns;
 	if (!f->cur && !last && prof_stacks_create(&f->cur, 2) < 0)
@@ -232,6 +365,8 @@ static void sampler_opts_of(struct top_feed *f, struct sampler_opts *so)
 		.mode = a->mode,
 		.stop = a->stop,
 		.source = a->source,
+		.kernel_frames = a->kallsyms != NULL,
+		.python = !a->python_off,
 		.tracer_flags = f->tracer_flags | (a->sched == CLI_SCHED_NORMAL ? 0 : TRACER_RT) |
 				(a->sched == CLI_SCHED_AUTO ? TRACER_RT_ADAPT : 0),
 		.progress = on_progress,
@@ -266,6 +401,9 @@ int top_feed_start(struct top_feed *f)
 	}
 	f->n_segs++;
 	f->cut_ns = 0;
+	/* a new session: its threads' stopped times start again */
+	f->n_held = 0;
+	f->cut_mono_ns = cprof_now_ns();
 	if (!f->cur && prof_stacks_create(&f->cur, 2) < 0)
 		f->cur = NULL;
 	/* SIGWINCH is the terminal's, for the main thread's ncurses. */
@@ -324,41 +462,84 @@ uint64_t top_feed_whole_samples(const struct top_feed *f)
 	return n;
 }
 
-static int label_of(uint32_t key, pid_t *tid, const char **name, void *arg)
-{
-	return sampler_thread_label(arg, key, tid, name);
-}
-
-static int process_label_of(uint32_t key, pid_t *pid, const char **name, void *arg)
-{
-	return sampler_process_label(arg, key, pid, name);
-}
-
 /* Adds segment g (not the first) to the profile b. */
 static int add_segment(struct top_feed *f, struct prof_builder *b, struct segment *g,
 		       struct sym_ctx *sym)
 {
-	struct prof_export_opts o = {
-		.value = f->a.mode == SAMPLER_WALL ? PROF_VALUE_WALL : PROF_VALUE_CPU,
-		.hz = f->a.hz,
-		.thread_label = label_of,
-		.process_label = process_label_of,
-		.arg = sess_sampler(g->sess),
-	};
+	struct prof_export_opts o;
 
+	cli_session_export(&f->a, sess_sampler(g->sess), &o);
 	return prof_export_add(b, g->whole, sampler_modules(sess_sampler(g->sess)), sym, &o);
+}
+
+/*
+ * The statistics of every session of the run added up, for the profile's
+ * comments: counts and histograms add, maxima take the largest.  Threads
+ * seen again after a pause are counted again.
+ */
+static void add_stats(struct sampler_stats *sum, const struct sampler_stats *st)
+{
+	struct tracer_stats *t = &sum->tracer;
+	const struct tracer_stats *u = &st->tracer;
+	size_t i;
+
+	sum->ticks += st->ticks;
+	sum->ticks_missed += st->ticks_missed;
+	sum->samples += st->samples;
+	sum->samples_reused += st->samples_reused;
+	sum->samples_unstopped += st->samples_unstopped;
+	for (i = 0; i <= REMOTE_END_ERROR; i++)
+		sum->ends[i] += st->ends[i];
+	sum->value_ns += st->value_ns;
+	sum->elapsed_ns += st->elapsed_ns;
+	sum->cprof_cpu_ns += st->cprof_cpu_ns;
+	sum->kernel_samples += st->kernel_samples;
+	sum->python_samples += st->python_samples;
+	sum->python_read_ns += st->python_read_ns;
+	t->stops += u->stops;
+	t->stop_ns_total += u->stop_ns_total;
+	t->at_stop_ns_total += u->at_stop_ns_total;
+	t->stop_ns_max = u->stop_ns_max > t->stop_ns_max ? u->stop_ns_max : t->stop_ns_max;
+	t->at_stop_ns_max = u->at_stop_ns_max > t->at_stop_ns_max ? u->at_stop_ns_max :
+		t->at_stop_ns_max;
+	for (i = 0; i < TRACER_HIST_BUCKETS; i++) {
+		t->stop_hist[i] += u->stop_hist[i];
+		t->at_stop_hist[i] += u->at_stop_hist[i];
+	}
+	if (u->stopped_fraction_max > t->stopped_fraction_max)
+		t->stopped_fraction_max = u->stopped_fraction_max;
+	t->stopped_fraction_sum += u->stopped_fraction_sum;
+	t->stopped_fraction_threads += u->stopped_fraction_threads;
+	t->threads_seen += u->threads_seen;
+	t->sched_rt_ns += u->sched_rt_ns;
+	t->sched_switches += u->sched_switches;
+	t->sched_drop = t->sched_drop ? t->sched_drop : u->sched_drop;
+	/* the source the run ended with, as a session's comments say */
+	sum->source = st->source;
 }
 
 static int build_whole(struct top_feed *f, struct prof_builder **b)
 {
+	struct sampler_stats whole;
 	struct sym_ctx *sym;
 	struct segment *g;
+	bool any = false;
 	char what[64];
 	size_t i;
 	int ret = 0;
 
 	snprintf(what, sizeof(what), "top -p %d", (int)f->pid);
 	*b = NULL;
+	for (i = 0; i < f->n_segs; i++) {
+		g = &f->segs[i];
+		if (!g->ended || !g->whole)
+			continue;
+		if (any)
+			add_stats(&whole, &g->final);
+		else
+			whole = g->final;
+		any = true;
+	}
 	for (i = 0; i < f->n_segs && ret == 0; i++) {
 		g = &f->segs[i];
 		if (!g->ended || !g->whole)
@@ -366,9 +547,10 @@ static int build_whole(struct top_feed *f, struct prof_builder **b)
 		/* Without symbols the profile keeps addresses and build ids;
 		 * the session's symbolizer names JIT code and downloads too. */
 		sym = sess_symbolizer(g->sess);
+		/* the comments: the whole run's statistics */
 		if (!*b)
 			ret = cli_session_profile(&f->a, what, sess_sampler(g->sess), g->whole, sym,
-						  &g->final, b);
+						  &whole, b);
 		else
 			ret = add_segment(f, *b, g, sym);
 	}
@@ -434,6 +616,9 @@ void top_feed_destroy(struct top_feed *f)
 	}
 	prof_stacks_destroy(f->cur);
 	free(f->segs);
+	free(f->held);
+	free(f->held_next);
+	free(f->py_ids);
 	close(f->wake_fd);
 	pthread_mutex_destroy(&f->mu);
 	free(f);

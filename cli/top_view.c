@@ -4,9 +4,11 @@
 
 #include <curses.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include "cli/top.h"
@@ -18,12 +20,68 @@
 
 static SCREEN *screen;
 
+/*
+ * A crash (a bug of cprof's) must not leave the terminal raw and on the
+ * alternate screen: the handler puts back the settings cprof found and
+ * writes terminfo's strings that leave the view, both async-signal-safe
+ * (endwin is not), then ends cprof as the signal would have.  The target
+ * needs nothing: a tracer's death detaches its tracees, resumed.
+ */
+static const int crash_signals[] = { SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL };
+static struct termios shell_termios;
+static char leave_view[256];
+static size_t leave_len;
+
+static void on_crash(int sig)
+{
+	int saved = errno;
+
+	if (leave_len && write(STDOUT_FILENO, leave_view, leave_len) < 0) {
+		/* nothing more can be done for the screen */
+	}
+	tcsetattr(STDIN_FILENO, TCSANOW, &shell_termios);
+	/* SA_RESETHAND put the default action back: raised again, it is
+	 * delivered (the core dump, the exit status) once this returns */
+	raise(sig);
+	errno = saved;
+}
+
+/* Appends terminfo's capability cap to the strings on_crash writes. */
+static void add_leave(const char *cap)
+{
+	const char *seq = tigetstr(cap);
+	size_t n;
+
+	if (!seq || seq == (const char *)-1)
+		return;
+	n = strlen(seq);
+	if (leave_len + n <= sizeof(leave_view)) {
+		memcpy(leave_view + leave_len, seq, n);
+		leave_len += n;
+	}
+}
+
+static void crash_handlers(bool on)
+{
+	struct sigaction sa = { .sa_handler = on ? on_crash : SIG_DFL,
+				.sa_flags = on ? SA_RESETHAND : 0 };
+	size_t i;
+
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < sizeof(crash_signals) / sizeof(crash_signals[0]); i++)
+		sigaction(crash_signals[i], &sa, NULL);
+}
+
 int top_screen_open(void)
 {
 	if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
 		cli_error("cannot start the terminal view: standard input and output are not a "
 			  "terminal (-b prints plain text, --json JSON lines)");
 		return -ENOTTY;
+	}
+	if (tcgetattr(STDIN_FILENO, &shell_termios) < 0) {
+		cli_error("cannot start the terminal view: %s", strerror(errno));
+		return -errno;
 	}
 	/* newterm, not initscr: a terminal type it does not know is an error
 	 * to report, not an exit from inside the library. */
@@ -41,6 +99,12 @@ int top_screen_open(void)
 	keypad(stdscr, TRUE);
 	nodelay(stdscr, TRUE);
 	curs_set(0);
+	leave_len = 0;
+	add_leave("sgr0");
+	add_leave("cnorm");
+	add_leave("rmkx");
+	add_leave("rmcup");
+	crash_handlers(true);
 	return 0;
 }
 
@@ -48,6 +112,7 @@ void top_screen_close(void)
 {
 	if (!screen)
 		return;
+	crash_handlers(false);
 	endwin();
 	delscreen(screen);
 	screen = NULL;
@@ -67,21 +132,23 @@ static const char *scope_name(enum top_scope s)
 /* The two header lines, as the screen and batch mode show them. */
 static void header_lines(const struct top_header *h, char *l1, size_t n1, char *l2, size_t n2)
 {
-	char complete[32];
+	char complete[32], worst[64] = "";
 
 	if (h->complete < 0)
 		snprintf(complete, sizeof(complete), "-");
 	else
 		snprintf(complete, sizeof(complete), "%.1f%%", 100 * h->complete);
+	if (h->stopped.tid)
+		snprintf(worst, sizeof(worst), " (thread %d %s)", (int)h->stopped.tid, h->stopped.name);
 	/* first, where a narrow terminal cannot cut it off */
 	snprintf(l1, n1, "%scprof top - pid %d (%s), %u threads, %s mode, %s",
 		 h->paused ? "PAUSED, not traced (p resumes) - " : "", (int)h->pid, h->comm,
 		 h->threads, h->wall ? "wall" : "cpu", h->source);
 	snprintf(l2, n2,
 		 "samples %llu in %.1f s (%llu since start), cprof %.1f%% of a CPU, target "
-		 "stopped %.3f%%, unwind %s complete", (unsigned long long)h->samples,
+		 "stopped %.3f%%%s, unwind %s complete", (unsigned long long)h->samples,
 		 (double)h->interval_ns / 1e9, (unsigned long long)h->total_samples,
-		 100 * h->cprof_cpu, 100 * h->stopped, complete);
+		 100 * h->cprof_cpu, 100 * h->stopped.share, worst, complete);
 }
 
 /* A row's text: the shares and the function (with its file:line). */
@@ -228,10 +295,18 @@ static void print_json(struct top_model *m, const struct top_header *h,
 	cli_json_string(stdout, h->comm);
 	printf(", \"mode\": \"%s\", \"source\": \"%s\", \"threads\": %u, \"samples\": %llu, "
 	       "\"total_samples\": %llu, \"interval_ns\": %llu, \"cprof_cpu\": %.4f, "
-	       "\"stopped\": %.6f, \"complete\": ",
+	       "\"stopped\": %.6f, \"stopped_thread\": ",
 	       h->wall ? "wall" : "cpu", h->source, h->threads, (unsigned long long)h->samples,
 	       (unsigned long long)h->total_samples, (unsigned long long)h->interval_ns,
-	       h->cprof_cpu, h->stopped);
+	       h->cprof_cpu, h->stopped.share);
+	if (h->stopped.tid) {
+		printf("{\"tid\": %d, \"name\": ", (int)h->stopped.tid);
+		cli_json_string(stdout, h->stopped.name);
+		fputs("}", stdout);
+	} else {
+		fputs("null", stdout);
+	}
+	fputs(", \"complete\": ", stdout);
 	if (h->complete < 0)
 		fputs("null", stdout);
 	else
