@@ -180,6 +180,24 @@ all_traced() {
 	local tr
 	tr=$(task_tracers "$1") && [ -n "$tr" ] && ! echo "$tr" | has '^0$'
 }
+# cprof_watching PID: the cprof started last samples PID with perf events
+# and seizes none of its threads (a perf-source session only watches
+# them): it holds an event on every CPU for each thread, and each CPU's
+# ring's.
+cprof_watching() {
+	local threads events
+	[ -n "${CPROF_PID:-}" ] && ! has_tracer "$1" || return 1
+	threads=$(find "/proc/$1/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
+	events=$(find "/proc/$CPROF_PID/fd" -lname 'anon_inode:\[perf_event\]' 2>/dev/null | wc -l)
+	[ "$threads" -gt 0 ] && [ "$events" -ge $(((threads + 1) * $(getconf _NPROCESSORS_ONLN))) ]
+}
+# has_tracer PID: some thread of PID is traced.
+has_tracer() {
+	local tr
+	tr=$(task_tracers "$1") && echo "$tr" | has -v '^0$'
+}
+# cprof_has PID: cprof samples PID, with every thread seized or watched.
+cprof_has() { all_traced "$1" || cprof_watching "$1"; }
 # Every thread of PID is in a job-control stop (T).
 all_stopped() {
 	local st
@@ -476,12 +494,13 @@ signal_cprof() {
 # target is traced while the background cprof runs.
 wait_cprof_attached() {
 	local i=0
-	while ! all_traced "$1"; do
+	while ! cprof_has "$1"; do
 		cprof_running || fail "$(cprof_early_exit_msg)"
 		i=$((i + 1))
 		[ "$i" -lt 600 ] || fail "cprof did not attach to every thread of $1 within 30 s"
 		sleep 0.05
 	done
+	has_tracer "$1" || return 0
 	# cprof traces from a thread of its own (its exit is the detach), so
 	# TracerPid is that thread: compare the thread's process with cprof.
 	[ "$(tgid_of "$(tracer_pid "$1")")" = "$CPROF_PID" ] ||

@@ -799,11 +799,10 @@ static int rings_next(struct perf_rings *rs, struct snap *sn)
 {
 	struct perf_thread *owner;
 	unsigned i, slot;
-	bool redraw;
 	int r;
 
 	for (i = 0; i < perf_rings_count(rs); i++) {
-		while ((r = perf_rings_next(rs, i, sn, true, 8, &owner, &slot, &redraw)) != 0) {
+		while ((r = perf_rings_next(rs, i, sn, true, &owner, &slot)) != 0) {
 			if (r == 1)
 				return 1;
 		}
@@ -845,7 +844,7 @@ static void test_perf_ring(void)
 		sleep_ms(1);
 	r = perf_rings_open(&rs, RING, RING, 0);
 	if (r == 0)
-		r = perf_thread_open(&pt, rs, m.tid, 1000000, STACK, false);
+		r = perf_thread_open(&pt, rs, m.tid, 1000000, STACK, false, false);
 	if (r < 0) {
 		skip("perf ring: samples read in place", "perf events not permitted here");
 		perf_rings_close(rs);

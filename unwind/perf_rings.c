@@ -56,6 +56,8 @@ struct perf_rings {
 	size_t n_ids, cap_ids, dead;
 	uint64_t lost;
 	uint64_t throttled;
+	pid_t sample_pid;	/* the last sample's process */
+	pid_t task_pid, task_tid;	/* the last birth, exit or exec */
 	pid_t comm_tid;		/* the last PERF_RECORD_COMM: the thread renamed */
 	char comm[16];		/* ... and its new name (TASK_COMM_LEN) */
 	pid_t map_pid;		/* the last PERF_RECORD_MMAP2: the process */
@@ -361,6 +363,7 @@ static int parse_sample(struct perf_rings *r, struct ring *g, uint64_t pos, uint
 {
 	uint64_t end = pos + size, count, abi, regs[N_REGS];
 	const struct ring_id *id;
+	uint32_t ids[2];
 
 	pos += 8;	/* the header */
 	if (pos + 8 + 8 + 8 + 8 > end)
@@ -368,7 +371,9 @@ static int parse_sample(struct perf_rings *r, struct ring *g, uint64_t pos, uint
 	id = find_id(r, ring_u64(r, g, pos));
 	if (!id)
 		return 0;
-	pos += 16;	/* id; pid, tid: the event's own thread */
+	pos += 8;	/* id */
+	ring_copy(r, g, pos, ids, sizeof(ids));
+	pos += 8;	/* pid, tid: an inherited event's thread, not its owner's */
 	count = ring_u64(r, g, pos);
 	pos += 8;
 	sn->n_kernel = 0;
@@ -390,11 +395,12 @@ static int parse_sample(struct perf_rings *r, struct ring *g, uint64_t pos, uint
 	sn->regs.orig_rax = (unsigned long long)-1;	/* not in a system call */
 	if (parse_stack(r, g, pos, end, perf_thread_stack_size(id->pt), sn, view) < 0)
 		return -EIO;
-	sn->tid = perf_thread_tid(id->pt);
+	sn->tid = (pid_t)ids[1];
+	r->sample_pid = (pid_t)ids[0];
 	sn->sp_unmapped = false;
 	sn->regs_partial = false;
 	sn->stack2_len = 0;
-	sn->cpu_ns = count;	/* (made a difference by perf_thread_sampled) */
+	sn->cpu_ns = count;	/* (made a difference by the caller: perf_thread_sampled) */
 	sn->own_maps = false;
 	sn->unstopped = true;
 	*idp = id;
@@ -450,8 +456,25 @@ static int parse_mmap2(struct perf_rings *r, const struct ring *g, uint64_t pos,
 	return 3;
 }
 
-/* A PERF_RECORD_COMM into r->comm.  Returns 2, or 0 when too short. */
-static int parse_comm(struct perf_rings *r, const struct ring *g, uint64_t pos, uint64_t size)
+/* A PERF_RECORD_FORK or _EXIT (ret 4 or 5): its pid and tid into r.
+ * Returns ret, or 0 when too short. */
+static int parse_task(struct perf_rings *r, const struct ring *g, uint64_t pos, uint64_t size,
+		      int ret)
+{
+	uint32_t ids[4];	/* pid, ppid, tid, ptid */
+
+	if (size < 8 + sizeof(ids))
+		return 0;
+	ring_copy(r, g, pos + 8, ids, sizeof(ids));
+	r->task_pid = (pid_t)ids[0];
+	r->task_tid = (pid_t)ids[2];
+	return ret;
+}
+
+/* A PERF_RECORD_COMM into r->comm.  Returns 2, 6 for an exec's, or 0 when
+ * too short. */
+static int parse_comm(struct perf_rings *r, const struct ring *g, uint64_t pos, uint64_t size,
+		      uint16_t misc)
 {
 	uint32_t ids[2];
 	size_t len;
@@ -463,18 +486,26 @@ static int parse_comm(struct perf_rings *r, const struct ring *g, uint64_t pos, 
 	ring_copy(r, g, pos + 16, r->comm, len);
 	r->comm[sizeof(r->comm) - 1] = '\0';
 	r->comm_tid = (pid_t)ids[1];
-	return 2;
+	r->task_pid = (pid_t)ids[0];
+	r->task_tid = (pid_t)ids[1];
+	return misc & PERF_RECORD_MISC_COMM_EXEC ? 6 : 2;
 }
 
 /* The record of type at pos, size bytes: what perf_rings_next returns. */
-static int parse_record(struct perf_rings *r, struct ring *g, uint32_t type, uint64_t pos,
-			uint64_t size, struct snap *sn, bool view, const struct ring_id **id)
+static int parse_record(struct perf_rings *r, struct ring *g, const struct perf_event_header *h,
+			uint64_t pos, struct snap *sn, bool view, const struct ring_id **id)
 {
-	switch (type) {
+	uint64_t size = h->size;
+
+	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		return parse_sample(r, g, pos, size, sn, view, id);
 	case PERF_RECORD_COMM:
-		return parse_comm(r, g, pos, size);
+		return parse_comm(r, g, pos, size, h->misc);
+	case PERF_RECORD_FORK:
+		return parse_task(r, g, pos, size, 4);
+	case PERF_RECORD_EXIT:
+		return parse_task(r, g, pos, size, 5);
 	case PERF_RECORD_MMAP2:
 		return parse_mmap2(r, g, pos, size);
 	case PERF_RECORD_LOST:
@@ -490,7 +521,7 @@ static int parse_record(struct perf_rings *r, struct ring *g, uint32_t type, uin
 }
 
 int perf_rings_next(struct perf_rings *r, unsigned i, struct snap *sn, bool view,
-		    unsigned lattice, struct perf_thread **owner, unsigned *slot, bool *redraw)
+		    struct perf_thread **owner, unsigned *slot)
 {
 	struct ring *g = &r->ring[i];
 	uint64_t head = __atomic_load_n(&g->meta->data_head, __ATOMIC_ACQUIRE);
@@ -507,13 +538,12 @@ int perf_rings_next(struct perf_rings *r, unsigned i, struct snap *sn, bool view
 			ret = -EIO;
 			break;
 		}
-		ret = parse_record(r, g, h.type, tail, h.size, sn, view, &id);
+		ret = parse_record(r, g, &h, tail, sn, view, &id);
 		tail += h.size;
 	}
 	if (ret == 1) {
 		*owner = id->pt;
 		*slot = id->slot;
-		sn->cpu_ns = perf_thread_sampled(id->pt, id->slot, sn->cpu_ns, lattice, redraw);
 	}
 	/* Copied out, the records are the kernel's again; viewed, they stay
 	 * ours until perf_rings_release. */
@@ -521,6 +551,17 @@ int perf_rings_next(struct perf_rings *r, unsigned i, struct snap *sn, bool view
 	if (!g->viewed)
 		give_back(g);
 	return ret;
+}
+
+pid_t perf_rings_sample_pid(const struct perf_rings *r)
+{
+	return r->sample_pid;
+}
+
+void perf_rings_task(const struct perf_rings *r, pid_t *pid, pid_t *tid)
+{
+	*pid = r->task_pid;
+	*tid = r->task_tid;
 }
 
 const char *perf_rings_comm(const struct perf_rings *r, pid_t *tid)

@@ -60,18 +60,20 @@ void perf_rings_forget(struct perf_rings *r, const struct perf_thread *pt);
 bool perf_rings_pending(const struct perf_rings *r, unsigned i);
 
 /*
- * Takes the oldest record out of ring i.  A sample goes into sn: tid,
- * registers (every general register; fs_base and orig_rax are not
+ * Takes the oldest record out of ring i.  A sample goes into sn: tid (the
+ * thread it was taken in, which an inherited event's owner is not; its
+ * process: perf_rings_sample_pid), registers (every general register; fs_base and orig_rax are not
  * carried), the stack copy from SP (stack_limited when the copy filled
- * its size: the stack may go on beyond it) and, in sn->cpu_ns, the
- * thread's CPU time since its previous sample (perf_thread_sampled);
+ * its size: the stack may go on beyond it) and, in sn->cpu_ns, the count
+ * of the event (in the thread) that took it, for perf_thread_sampled;
  * with PERF_RINGS_KERNEL, in sn->kernel the kernel frames of a sample
- * taken in the kernel; *owner its thread, and *redraw whether its event's
- * period is to be drawn anew (perf_thread_sampled with lattice).
- * sn's capacity must hold the thread's stack_size bytes.
+ * taken in the kernel; *owner the thread whose event it names and *slot
+ * the event's.  sn's capacity must hold owner's stack_size bytes.
  * Returns 1 (a sample); 2 when the record is a rename instead
  * (perf_rings_comm tells it; sn is untouched); 3 when it is an executable
- * file mapping a thread made (perf_rings_mapping); 0 when the ring is
+ * file mapping a thread made (perf_rings_mapping); 4, 5 and 6 when it is
+ * a thread's birth, exit or exec (perf_rings_task; an exec is a rename
+ * too); 0 when the ring is
  * empty; or -EIO (a record the kernel did not write as documented: the
  * ring is skipped to its end).  Samples of events no longer known are
  * skipped.  With view, the stack copy is left in the ring where it can be
@@ -79,7 +81,13 @@ bool perf_rings_pending(const struct perf_rings *r, unsigned i);
  * sample over it, until perf_rings_release.
  */
 int perf_rings_next(struct perf_rings *r, unsigned i, struct snap *sn, bool view,
-		    unsigned lattice, struct perf_thread **owner, unsigned *slot, bool *redraw);
+		    struct perf_thread **owner, unsigned *slot);
+
+/* The process of the sample perf_rings_next returned 1 for. */
+pid_t perf_rings_sample_pid(const struct perf_rings *r);
+/* The thread and process of the birth, exit or exec perf_rings_next
+ * returned 4, 5 or 6 for. */
+void perf_rings_task(const struct perf_rings *r, pid_t *pid, pid_t *tid);
 
 /* Gives the kernel back the records perf_rings_next left viewed: the
  * snapshots that view them must be unwound or kept (snap_keep) first. */

@@ -36,6 +36,8 @@ struct perf_thread {
 	size_t stack_size;
 	bool user_chain;	/* samples carry the user frame-pointer walk */
 	uint64_t owed;		/* CPU time carried to the next sample */
+	bool inherit;		/* its events pass to the threads it starts */
+	bool inherited;		/* it has no events of its own: see perf_thread_inherited */
 	unsigned n;		/* events: one per ring */
 	struct perf_ev ev[];
 };
@@ -45,7 +47,7 @@ struct perf_thread {
 static int kernel_allowed = -1;
 
 static void fill_attr(struct perf_event_attr *a, uint64_t period_ns, size_t stack_size,
-		      bool exclude_kernel, bool callchain, bool user_chain)
+		      bool exclude_kernel, bool callchain, bool user_chain, bool inherit)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -82,15 +84,27 @@ static void fill_attr(struct perf_event_attr *a, uint64_t period_ns, size_t stac
 	 * two reads of the ring is still known for the samples taken in it. */
 	a->mmap = 1;
 	a->mmap2 = 1;
+	if (inherit) {
+		/* The threads it starts get events of their own, from their
+		 * first instruction, writing into the same rings (perf record
+		 * -p's way of following threads), and the rings tell of the
+		 * births, exits and execs (comm_exec) in order with the
+		 * samples.  Threads only: a child process is not followed. */
+		a->inherit = 1;
+		a->inherit_thread = 1;
+		a->task = 1;
+		a->comm_exec = 1;
+	}
 }
 
 static int open_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
-		      bool exclude_kernel, bool callchain, bool user_chain, bool disabled)
+		      bool exclude_kernel, bool callchain, bool user_chain, bool disabled,
+		      bool inherit)
 {
 	struct perf_event_attr a;
 	long fd;
 
-	fill_attr(&a, period_ns, stack_size, exclude_kernel, callchain, user_chain);
+	fill_attr(&a, period_ns, stack_size, exclude_kernel, callchain, user_chain, inherit);
 	if (disabled) {
 		/* A ring's owner: it never counts, so never samples, nor
 		 * reports the calling thread's renames and mappings.  Nobody
@@ -112,7 +126,8 @@ int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 	int fd;
 
 	if (allowed != 0) {
-		fd = open_event(tid, cpu, period_ns, stack_size, false, *callchain, false, disabled);
+		fd = open_event(tid, cpu, period_ns, stack_size, false, *callchain, false, disabled,
+				false);
 		if (fd != -EACCES && fd != -EPERM) {
 			if (fd >= 0)
 				__atomic_store_n(&kernel_allowed, 1, __ATOMIC_RELAXED);
@@ -120,7 +135,7 @@ int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 		}
 	}
 	*callchain = false;
-	fd = open_event(tid, cpu, period_ns, stack_size, true, false, false, disabled);
+	fd = open_event(tid, cpu, period_ns, stack_size, true, false, false, disabled, false);
 	if (fd >= 0)
 		__atomic_store_n(&kernel_allowed, 0, __ATOMIC_RELAXED);
 	return fd;
@@ -130,6 +145,16 @@ int perf_thread_probe(void)
 {
 	bool callchain = false;
 	int fd = perf_thread_event(0, -1, 10000000, 64, false, &callchain);
+
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+int perf_thread_probe_inherit(void)
+{
+	int fd = open_event(0, 0, 10000000, 64, true, false, false, false, true);
 
 	if (fd < 0)
 		return fd;
@@ -162,7 +187,7 @@ static int open_slot(struct perf_thread *pt, unsigned i, uint64_t period_ns)
 
 	fd = open_event(pt->tid, perf_rings_cpu(pt->rings, i), period_ns, pt->stack_size,
 			__atomic_load_n(&kernel_allowed, __ATOMIC_RELAXED) == 0, callchain,
-			pt->user_chain, false);
+			pt->user_chain, false, pt->inherit);
 	if (fd < 0)
 		return fd;
 	pt->ev[i].fd = fd;
@@ -172,18 +197,15 @@ static int open_slot(struct perf_thread *pt, unsigned i, uint64_t period_ns)
 	return perf_rings_add(pt->rings, id, pt, i);
 }
 
-int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t tid,
-		     uint64_t period_ns, size_t stack_size, bool user_chain)
+/* A thread's record, no event open yet.  NULL: out of memory. */
+static struct perf_thread *thread_new(struct perf_rings *rings, pid_t tid, size_t stack_size,
+				      bool user_chain)
 {
 	unsigned i, n = perf_rings_count(rings);
-	struct perf_thread *pt;
-	int r = 0;
+	struct perf_thread *pt = calloc(1, sizeof(*pt) + n * sizeof(pt->ev[0]));
 
-	if (!stack_size || stack_size > PERF_THREAD_STACK_MAX || stack_size % 8)
-		return -EINVAL;
-	pt = calloc(1, sizeof(*pt) + n * sizeof(pt->ev[0]));
 	if (!pt)
-		return -ENOMEM;
+		return NULL;
 	pt->rings = rings;
 	pt->tid = tid;
 	pt->stack_size = stack_size;
@@ -191,6 +213,54 @@ int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t t
 	for (i = 0; i < n; i++)
 		pt->ev[i].fd = -1;
 	pt->n = n;
+	return pt;
+}
+
+int perf_thread_inherited(struct perf_thread **out, struct perf_rings *rings, pid_t tid,
+			  const struct perf_thread *from, size_t stack_size, bool user_chain)
+{
+	struct perf_thread *pt = thread_new(rings, tid, from ? from->stack_size : stack_size,
+					    from ? from->user_chain : user_chain);
+
+	if (!pt)
+		return -ENOMEM;
+	pt->inherited = true;
+	*out = pt;
+	return 0;
+}
+
+bool perf_thread_is_inherited(const struct perf_thread *pt)
+{
+	return pt->inherited;
+}
+
+void perf_thread_retire(struct perf_thread *pt)
+{
+	/* Its period alone: PERF_EVENT_IOC_PERIOD changes the event it is
+	 * given, not the ones its threads inherited, as closing or
+	 * disabling it would. */
+	uint64_t never = 1ull << 62;
+	unsigned i;
+
+	for (i = 0; i < pt->n; i++) {
+		if (pt->ev[i].fd >= 0)
+			ioctl(pt->ev[i].fd, PERF_EVENT_IOC_PERIOD, &never);
+	}
+}
+
+int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t tid,
+		     uint64_t period_ns, size_t stack_size, bool user_chain, bool inherit)
+{
+	unsigned i, n = perf_rings_count(rings);
+	struct perf_thread *pt;
+	int r = 0;
+
+	if (!stack_size || stack_size > PERF_THREAD_STACK_MAX || stack_size % 8)
+		return -EINVAL;
+	pt = thread_new(rings, tid, stack_size, user_chain);
+	if (!pt)
+		return -ENOMEM;
+	pt->inherit = inherit;
 	for (i = 0; i < n && r == 0; i++)
 		r = open_slot(pt, i, period_ns);
 	if (r < 0) {
@@ -255,6 +325,9 @@ int perf_thread_unsampled(struct perf_thread *pt, uint64_t *ns)
 	unsigned i;
 	ssize_t r;
 
+	/* (an inherited event's count is read with its samples alone) */
+	if (pt->inherited)
+		return -ENOTSUP;
 	for (i = 0; i < pt->n; i++) {
 		r = read(pt->ev[i].fd, &count, sizeof(count));
 		if (r < 0)
@@ -269,5 +342,9 @@ int perf_thread_unsampled(struct perf_thread *pt, uint64_t *ns)
 
 int perf_thread_set_period(struct perf_thread *pt, unsigned slot, uint64_t period_ns)
 {
+	/* An inherited event keeps the period it was born with: the ioctl
+	 * reaches the event it is given alone. */
+	if (pt->ev[slot].fd < 0)
+		return 0;
 	return ioctl(pt->ev[slot].fd, PERF_EVENT_IOC_PERIOD, &period_ns) < 0 ? -errno : 0;
 }

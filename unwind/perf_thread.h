@@ -42,7 +42,31 @@ struct perf_rings;
  * permitted), -EMFILE (a descriptor per CPU), -ENOMEM.
  */
 int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t tid,
-		     uint64_t period_ns, size_t stack_size, bool user_chain);
+		     uint64_t period_ns, size_t stack_size, bool user_chain, bool inherit);
+
+/*
+ * With inherit, the threads tid starts (and theirs) get events of their
+ * own, in the same rings, whose samples name tid's event (the first
+ * ancestor's): the threads are followed without a stop, as perf record
+ * -p follows them, and the rings carry their births and exits
+ * (perf_rings_next returns 4 and 5) and execs.  Closing or disabling
+ * tid's events would end its descendants' too: perf_thread_retire stops
+ * its own sampling alone, and it stays open until they are done.
+ * A kernel that cannot read an inherited event's count in its samples
+ * (before Linux 6.12) refuses inherit with -EINVAL.
+ *
+ * perf_thread_inherited: the record of such a thread, born with
+ * inherited events: no event of its own (its samples name its ancestor's
+ * event), its CPU time accounted from the counts its samples carry; with
+ * from (may be NULL) the stack size and frame-pointer walk its samples
+ * carry are from's, otherwise stack_size and user_chain.  Returns 0 or
+ * -ENOMEM.
+ */
+int perf_thread_inherited(struct perf_thread **out, struct perf_rings *rings, pid_t tid,
+			  const struct perf_thread *from, size_t stack_size, bool user_chain);
+bool perf_thread_is_inherited(const struct perf_thread *pt);
+/* tid samples no more (its events stay open for its descendants'). */
+void perf_thread_retire(struct perf_thread *pt);
 /* Closes its events: their records still in the rings are skipped. */
 void perf_thread_close(struct perf_thread *pt);
 
@@ -95,6 +119,10 @@ int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
  * perf_event_paranoid).
  */
 int perf_thread_probe(void);
+
+/* Whether events that inherit (perf_thread_open's inherit) can be
+ * opened here: 0 or -errno. */
+int perf_thread_probe_inherit(void);
 
 /* Whether perf events here may sample in the kernel, and so take kernel
  * frames (root, CAP_PERFMON, or perf_event_paranoid <= 1). */

@@ -44,13 +44,21 @@ void samp_source_stopped(struct sampler *s, const struct samp_source *src)
 	s->source_on[samp_source_index(src)] = false;
 }
 
-/* th is sampled by source i from now on. */
+/* th is sampled by source i from now on: at stops (the base), seized
+ * first when the tracer only watches (a thread gone meanwhile is no
+ * error: its exit comes). */
 static void give(struct sampler *s, struct tracer_thread *th, unsigned i)
 {
 	struct samp_thread *st = th->user;
+	int r;
 
 	st->source = i;
 	s->source_threads[i]++;
+	if (i == s->base && s->sources_started && !th->seized) {
+		r = tracer_seize_thread(s->tracer, th);
+		if (r < 0 && r != -ESRCH && !s->error)
+			s->error = r;
+	}
 }
 
 void samp_hand_to_base(struct sampler *s, struct tracer_thread *th, const uint64_t *owed)
@@ -355,7 +363,27 @@ static int start_sources(struct sampler *s)
 	return 0;
 }
 
-/* Right after every thread is seized, before the first tick. */
+/* Watching: the threads at stops seized.  Returns 0 or -errno. */
+static int seize_base(struct sampler *s)
+{
+	size_t k;
+	int r;
+
+	for (k = 0; k < tracer_thread_count(s->tracer); k++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, k);
+		struct samp_thread *st = th->user;
+
+		if (!st || st->source != s->base)
+			continue;
+		r = tracer_seize_thread(s->tracer, th);
+		if (r < 0 && r != -ESRCH)
+			return r;
+	}
+	return 0;
+}
+
+/* Right after every thread is seized (or listed, TRACER_WATCH), before
+ * the first tick. */
 static int session_start(struct sampler *s)
 {
 	int ret;
@@ -372,6 +400,13 @@ static int session_start(struct sampler *s)
 	s->rng ^= cprof_now_ns() ^ ((uint64_t)getpid() << 32);
 	ret = start_sources(s);
 	s->sources_started = true;
+	/* Watching, with no source that samples without stops: every
+	 * thread seized, as without TRACER_WATCH; with one, the threads it
+	 * could not take. */
+	if (ret == 0 && tracer_watching(s->tracer) && !samp_others_on(s))
+		ret = tracer_seize_all(s->tracer);
+	else if (ret == 0 && tracer_watching(s->tracer))
+		ret = seize_base(s);
 	if (ret < 0)
 		return ret;
 	if (s->o.after_attach)
@@ -560,13 +595,29 @@ static int session_main(struct tracer *t, void *arg)
 	return ret;
 }
 
+/*
+ * Whether the session starts by watching its threads instead of seizing
+ * them (TRACER_WATCH): when perf events may sample them all and follow
+ * the threads they start (inherit), a seized thread would stop at each
+ * signal it receives for nothing.  Not for a tree of processes (the
+ * tracer follows those), nor for a command started by exec.
+ */
+static bool session_watches(const struct sampler *s)
+{
+	return s->o.mode == SAMPLER_CPU && s->o.source != SAMPLER_SOURCE_PTRACE &&
+	       s->o.stop == SAMPLER_STOP_THREAD && !s->o.from_exec &&
+	       !(s->o.tracer_flags & (TRACER_FOLLOW | TRACER_DESCENDANTS)) &&
+	       perf_thread_probe_inherit() == 0;
+}
+
 int sampler_session(struct sampler *s)
 {
 	uint64_t cpu0;
 	int ret, r;
 
-	ret = tracer_run_tree(s->o.pid, s->o.tracer_flags, &sampler_ops, s, session_main,
-			      &s->stats.tracer, NULL);
+	ret = tracer_run_tree(s->o.pid,
+			      s->o.tracer_flags | (session_watches(s) ? TRACER_WATCH : 0),
+			      &sampler_ops, s, session_main, &s->stats.tracer, NULL);
 	s->stats.boosted = s->stats.tracer.boosted;
 	/* The tracer let go: unwind the copies still waiting. */
 	cpu0 = cprof_thread_cpu_ns();

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "lib/clock.h"
+#include "lib/grow.h"
 #include "unwind/perf_rings.h"
 #include "unwind/perf_thread.h"
 #include "unwind/python_sample.h"
@@ -114,7 +115,7 @@ static int open_event(struct sampler *s, struct tracer_thread *th, struct perf_s
 	if (ps->fds + n > ps->fd_budget)
 		return -EMFILE;
 	r = perf_thread_open(&pst->pt, ps->rings, th->tid, perf_first_gap(s), stack,
-			     runs_go(st->proc));
+			     runs_go(st->proc), ps->watch);
 	if (r < 0) {
 		pst->pt = NULL;
 		return r;
@@ -124,11 +125,34 @@ static int open_event(struct sampler *s, struct tracer_thread *th, struct perf_s
 	return 0;
 }
 
-/* Closes a thread's events, whose samples were taken. */
+/* Closes a thread's events, whose samples were taken; watching, events
+ * that threads inherited stay open, retired (perf_thread.h). */
 static void release_event(struct sampler *s, struct perf_thread *pt)
 {
-	perf_src_state(s)->fds -= perf_rings_count(perf_src_state(s)->rings);
+	struct perf_state *ps = perf_src_state(s);
+
+	if (ps->watch && !perf_thread_is_inherited(pt) &&
+	    cprof_grow(&ps->retired, &ps->cap_retired, ps->n_retired + 1, sizeof(*ps->retired),
+		       16) == 0) {
+		perf_thread_retire(pt);
+		ps->retired[ps->n_retired++] = pt;
+		return;
+	}
+	if (!perf_thread_is_inherited(pt))
+		ps->fds -= perf_rings_count(ps->rings);
 	perf_thread_close(pt);
+}
+
+/* The events retired, closed: the session ends, or goes on at stops. */
+static void close_retired(struct perf_state *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->n_retired; i++) {
+		ps->fds -= perf_rings_count(ps->rings);
+		perf_thread_close(ps->retired[i]);
+	}
+	ps->n_retired = 0;
 }
 
 /* th's events closed and forgotten; its samples were taken (drain). */
@@ -157,6 +181,7 @@ static void close_rings(struct sampler *s)
 		if (snap_viewing(&s->snaps[i]) && perf_rings_holds(ps->rings, s->snaps[i].stack))
 			snap_keep(&s->snaps[i]);
 	}
+	close_retired(ps);
 	perf_rings_close(ps->rings);
 	ps->rings = NULL;
 	ps->viewed = false;
@@ -182,7 +207,8 @@ static void perf_grow(struct sampler *s, struct tracer_thread *th)
 	uint64_t owed = 0;
 
 	pst->grow = pst->rechain = false;
-	if ((perf_thread_stack_size(old) >= stack && !rechain) ||
+	/* (an inherited event is its ancestor's to replace) */
+	if (perf_thread_is_inherited(old) || (perf_thread_stack_size(old) >= stack && !rechain) ||
 	    perf_rings_size(ps->rings) < perf_ring_for(stack, RING_RECORDS_MIN))
 		return;
 	if (perf_thread_unsampled(old, &owed) < 0)
@@ -249,13 +275,28 @@ static bool runs_go(const struct samp_proc *p)
  */
 static int perf_hand_off(struct sampler *s)
 {
-	size_t i, n = tracer_thread_count(s->tracer);
+	struct perf_state *ps = perf_src_state(s);
+	size_t i, n;
 	uint64_t owed;
 	int r;
 
 	if (!s->source_on[perf_src_self()])
 		return 0;
 	r = perf_src_drain(s, NULL);
+	/* Watching, the session's last tick stops nothing: what the threads
+	 * ran since their last samples is left out, as perf record leaves it. */
+	if (ps->watch && s->read_all)
+		return r;
+	if (ps->watch) {
+		/* Stops need every thread seized; the events then follow no
+		 * thread (born ones are seized as they come). */
+		ps->watch = false;
+		if (r == 0)
+			r = tracer_seize_all(s->tracer);
+		if (r < 0)
+			return r;
+	}
+	n = tracer_thread_count(s->tracer);
 	for (i = 0; i < n; i++) {
 		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
 		struct perf_src_thread *pst = perf_src_of(th);
@@ -270,6 +311,12 @@ static int perf_hand_off(struct sampler *s)
 	close_rings(s);
 	samp_source_stopped(s, &samp_source_perf);
 	return r;
+}
+
+int perf_src_to_stops(struct sampler *s)
+{
+	s->stats.source = SAMPLER_SOURCE_PTRACE;
+	return perf_hand_off(s);
 }
 
 /* A process of the session turned out to run Go (after an exec, or new,
@@ -321,12 +368,20 @@ static int perf_check(struct sampler *s)
 static int perf_collect(struct sampler *s)
 {
 	int r;
+	struct perf_state *ps = perf_src_state(s);
 
 	s->stats.perf_drains++;
 	r = perf_src_drain(s, NULL);
-	if (r == 0 && perf_src_state(s)->check_go)
+	/* Threads born between the listing and their parents' events, once
+	 * the births those events told of are known. */
+	if (r == 0 && ps->rescan) {
+		ps->rescan = false;
+		r = tracer_watch_rescan(s->tracer);
+		r = r == -ESRCH || r == -ENOENT ? 0 : r;
+	}
+	if (r >= 0 && ps->check_go && s->source_on[perf_src_self()])
 		r = perf_check(s);
-	return r;
+	return r < 0 ? r : 0;
 }
 
 /* The rings' records the samples unwound viewed go back to the kernel,
@@ -458,6 +513,8 @@ static int perf_start(struct sampler *s)
 	s->source_state[perf_src_self()] = ps;
 	perf_sizes(s, ps);
 	ps->fd_budget = fd_budget();
+	ps->watch = tracer_watching(s->tracer);
+	ps->rescan = ps->watch;
 	if (auto_) {
 		s->stats.perf_refused = auto_refusal(s, ps);
 		if (s->stats.perf_refused != SAMPLER_PERF_USED)
@@ -484,8 +541,16 @@ static int perf_take(struct sampler *s, struct tracer_thread *th)
 	struct perf_state *ps = perf_src_state(s);
 	struct samp_thread *st = th->user;
 	struct perf_src_thread *pst = calloc(1, sizeof(*pst));
-	int r = pst ? open_event(s, th, pst, ps->stack) : -ENOMEM;
+	int r = -ENOMEM;
 
+	if (pst && ps->born) {
+		/* It has events already, its parent's inherited. */
+		r = perf_thread_inherited(&pst->pt, ps->rings, th->tid, ps->born_from, ps->stack,
+					  runs_go(st->proc));
+		s->stats.perf_threads += r == 0;
+	} else if (pst) {
+		r = open_event(s, th, pst, ps->stack);
+	}
 	if (r == 0) {
 		st->source_data = pst;
 		ps->opened++;
@@ -531,8 +596,9 @@ static int perf_started(struct sampler *s)
 
 static void perf_drop(struct sampler *s, struct tracer_thread *th)
 {
-	/* Its samples until it went are still samples. */
-	if (perf_src_of(th) && perf_src_drain(s, NULL) < 0)
+	/* Its samples until it went are still samples (watching, its exit
+	 * was read after them). */
+	if (perf_src_of(th) && !perf_src_state(s)->watch && perf_src_drain(s, NULL) < 0)
 		s->error = -ENOMEM;
 	close_thread(s, th);
 }
@@ -554,7 +620,13 @@ static void perf_finish(struct sampler *s)
 
 static void perf_destroy(struct sampler *s)
 {
+	struct perf_state *ps = perf_src_state(s);
+
 	close_rings(s);
+	if (ps) {
+		free(ps->tasks);
+		free(ps->retired);
+	}
 	free(s->source_state[perf_src_self()]);
 	s->source_state[perf_src_self()] = NULL;
 }

@@ -28,6 +28,31 @@ struct perf_state {
 	size_t stack_max;	/* ... once a walk ran off the first (perf_grow) */
 	struct perf_rings *rings;
 	size_t fds, fd_budget;	/* descriptors of the events, and their limit */
+	/* The tracer only watches (TRACER_WATCH): the events inherit, the
+	 * rings tell of births, exits and execs (source_perf_drain.c). */
+	bool watch;
+	bool rescan;		/* ... /proc/PID/task read again at the first tick */
+	/* perf_take is offered a thread born with inherited events: their
+	 * owner (may be NULL). */
+	bool born;
+	struct perf_thread *born_from;
+	/* Exits and execs read from the rings, applied once every ring is
+	 * read (a sample of the thread may wait in another ring), and the
+	 * threads that exited lately, whose late samples are not births. */
+	struct perf_task *tasks;
+	size_t n_tasks, cap_tasks;
+	bool applying;
+	pid_t gone[64];
+	unsigned n_gone;
+	/* Events retired but open: threads they passed to still use them. */
+	struct perf_thread **retired;
+	size_t n_retired, cap_retired;
+};
+
+/* An exit or an exec the rings told of. */
+struct perf_task {
+	bool exec;
+	pid_t pid, tid;
 };
 
 /* What the source keeps per thread (samp_thread.source_data). */
@@ -57,6 +82,10 @@ static inline struct perf_src_thread *perf_src_of(const struct tracer_thread *th
 
 /* A thread's next period, in its CPU time (source_perf.c). */
 uint64_t perf_src_gap(struct sampler *s);
+
+/* Watching: every thread goes to stops (seized first), the events all
+ * closed.  Returns 0 or -errno (source_perf.c's perf_hand_off). */
+int perf_src_to_stops(struct sampler *s);
 
 /* Every ring's samples so far into the round (but those of process skip):
  * the records read stay in the rings until perf_give_back.  Returns 0 or

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The perf source's drain: the records of the per-CPU rings into the
- * round, each sample to its thread (the event it names), each announced
- * mapping to its process, each rename to its thread's label.
+ * round, each sample to its thread, each announced mapping to its
+ * process, each rename to its thread's label; when the tracer only
+ * watches, each birth, exit and exec to the tracer, which tells the
+ * session.
  */
 #include "config.h"
 
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 
 #include "lib/clock.h"
+#include "lib/grow.h"
 #include "unwind/perf_rings.h"
 #include "unwind/perf_thread.h"
 #include "unwind/source_perf.h"
@@ -76,14 +79,98 @@ static int sample_maps(struct sampler *s, struct samp_proc *p, struct snap *sn)
 	return 0;
 }
 
+/* Whether thread tid exited lately (its late samples are no birth). */
+static bool gone_lately(const struct perf_state *ps, pid_t tid)
+{
+	unsigned i, n = ps->n_gone < 64 ? ps->n_gone : 64;
+
+	for (i = 0; i < n; i++) {
+		if (ps->gone[i] == tid)
+			return true;
+	}
+	return false;
+}
+
+/* Watching: thread tid of process pid, not known, was born (from: the
+ * events its samples name, or NULL).  Returns it, or NULL. */
+static struct tracer_thread *born(struct sampler *s, pid_t pid, pid_t tid,
+				  struct perf_thread *from)
+{
+	struct perf_state *ps = perf_src_state(s);
+	struct tracer_thread *th;
+
+	if (gone_lately(ps, tid))
+		return NULL;
+	ps->born = true;
+	ps->born_from = from;
+	th = tracer_watch_birth(s->tracer, tid, pid);
+	ps->born = false;
+	ps->born_from = NULL;
+	return th;
+}
+
+/* An exit or an exec, kept until every ring is read.  Returns 0 or
+ * -ENOMEM. */
+static int defer_task(struct perf_state *ps, bool exec)
+{
+	struct perf_task *k;
+
+	if (cprof_grow(&ps->tasks, &ps->cap_tasks, ps->n_tasks + 1, sizeof(*ps->tasks), 8) < 0)
+		return -ENOMEM;
+	k = &ps->tasks[ps->n_tasks++];
+	k->exec = exec;
+	perf_rings_task(ps->rings, &k->pid, &k->tid);
+	return 0;
+}
+
+/* Watching: the exits and execs read, in their order.  An exec's drain
+ * (the source's exec callback) may read more: they follow. */
+static void apply_tasks(struct sampler *s)
+{
+	struct perf_state *ps = perf_src_state(s);
+	size_t i;
+
+	if (ps->applying)
+		return;
+	ps->applying = true;
+	for (i = 0; i < ps->n_tasks; i++) {
+		struct perf_task k = ps->tasks[i];
+
+		if (k.exec) {
+			/* The samples read so far are of the old image. */
+			if (samp_process_snaps(s) < 0)
+				s->error = -ENOMEM;
+			tracer_watch_exec(s->tracer, k.pid);
+			continue;
+		}
+		ps->gone[ps->n_gone++ % 64] = k.tid;
+		tracer_watch_exit(s->tracer, k.tid);
+	}
+	ps->n_tasks = 0;
+	ps->applying = false;
+}
+
 /* One record that is no sample (r: what perf_rings_next said): a mapping
- * announced, or a thread renamed.  Returns 0 or -ENOMEM. */
+ * announced, a thread renamed, born, exited or exec'd.  Returns 0 or
+ * -ENOMEM. */
 static int take_record(struct sampler *s, int r)
 {
-	struct perf_rings *rings = perf_src_state(s)->rings;
+	struct perf_state *ps = perf_src_state(s);
+	struct perf_rings *rings = ps->rings;
+	pid_t pid, tid;
 
+	if (r >= 4 && !ps->watch)
+		return 0;
+	if (r == 4) {
+		perf_rings_task(rings, &pid, &tid);
+		born(s, pid, tid, NULL);
+		return 0;
+	}
+	if (r == 5)
+		return defer_task(ps, false);
+	if (r == 6 && defer_task(ps, true) < 0)
+		return -ENOMEM;
 	if (r == 3) {
-		pid_t pid;
 		const struct proc_map *m = perf_rings_mapping(rings, &pid);
 		size_t i;
 
@@ -93,8 +180,7 @@ static int take_record(struct sampler *s, int r)
 		}
 		return 0;
 	}
-	if (r == 2) {
-		pid_t tid;
+	if (r == 2 || r == 6) {
 		const char *comm = perf_rings_comm(rings, &tid);
 		struct tracer_thread *named = tracer_find_thread(s->tracer, tid);
 
@@ -104,19 +190,32 @@ static int take_record(struct sampler *s, int r)
 	return 0;
 }
 
-/* The sample just read into sn (of pt) into the round, unless it is of
- * process skip (an exec's old image) or before its exec.  Returns 1 when
- * it went in, 0 or -ENOMEM. */
+/* The sample just read into sn (of pt's event slot) into the round,
+ * unless it is of process skip (an exec's old image) or before its exec.
+ * Returns 1 when it went in, 0 or -ENOMEM. */
 static int take_sample(struct sampler *s, struct snap *sn, struct perf_thread *pt,
-		       const struct samp_proc *skip)
+		       unsigned slot, const struct samp_proc *skip)
 {
 	struct perf_state *ps = perf_src_state(s);
 	struct tracer_thread *th = tracer_find_thread(s->tracer, sn->tid);
-	struct samp_thread *st = th ? th->user : NULL;
-	struct perf_src_thread *pst = th ? perf_src_of(th) : NULL;
+	struct samp_thread *st;
+	struct perf_src_thread *pst;
+	bool redraw;
 
-	/* (a thread the tracer forgot, or sampled by another source now) */
-	if (!pst || pst->pt != pt || st->proc == skip)
+	/* Its birth's record may wait in another ring. */
+	if (!th && ps->watch)
+		th = born(s, perf_rings_sample_pid(ps->rings), sn->tid, pt);
+	st = th ? th->user : NULL;
+	pst = th ? perf_src_of(th) : NULL;
+	/* (a thread the tracer forgot, or sampled by another source now;
+	 * the samples of a thread with events of its own name them) */
+	if (!pst || (pst->pt != pt && !perf_thread_is_inherited(pst->pt)))
+		return 0;
+	sn->cpu_ns = perf_thread_sampled(pst->pt, slot, sn->cpu_ns, LATTICE, &redraw);
+	/* A period drawn anew every few samples: see source_perf.c's perf_tick_period. */
+	if (redraw)
+		perf_thread_set_period(pst->pt, slot, perf_src_gap(s));
+	if (st->proc == skip)
 		return 0;
 	/* Before the exec: not yet the program, its CPU not counted. */
 	if (samp_before_exec(s, st->proc))
@@ -142,25 +241,21 @@ static int drain_ring(struct sampler *s, unsigned i, const struct samp_proc *ski
 	struct perf_thread *pt;
 	struct snap *sn;
 	unsigned slot;
-	bool redraw;
 	int r;
 
 	while (perf_rings_pending(ps->rings, i)) {
 		sn = samp_next_snap(s);
 		if (!sn)
 			return -ENOMEM;
-		r = perf_rings_next(ps->rings, i, sn, true, LATTICE, &pt, &slot, &redraw);
-		if (r == 2 || r == 3) {
+		r = perf_rings_next(ps->rings, i, sn, true, &pt, &slot);
+		if (r >= 2) {
 			if (take_record(s, r) < 0)
 				return -ENOMEM;
 			continue;
 		}
 		if (r <= 0)
 			break;
-		/* A period drawn anew every few samples: see source_perf.c's perf_tick_period. */
-		if (redraw)
-			perf_thread_set_period(pt, slot, perf_src_gap(s));
-		if (take_sample(s, sn, pt, skip) < 0)
+		if (take_sample(s, sn, pt, slot, skip) < 0)
 			return -ENOMEM;
 	}
 	return 0;
@@ -180,6 +275,8 @@ int perf_src_drain(struct sampler *s, const struct samp_proc *skip)
 		r = drain_ring(s, i, skip);
 	s->stats.perf_lost = perf_rings_lost(ps->rings);
 	s->stats.perf_throttled = perf_rings_throttled(ps->rings);
+	if (ps->n_tasks)
+		apply_tasks(s);
 	return r;
 }
 

@@ -29,6 +29,8 @@ struct tracer {
 	long options;		/* PTRACE_O_* every tracee is seized with */
 	size_t n_root_threads;	/* threads of pid itself still traced */
 	int sigfd;
+	int pidfd;		/* TRACER_WATCH: the root's pidfd (readable once it exited), or -1 */
+	bool root_exited;	/* ... and it was */
 	const struct tracer_ops *ops;
 	void *arg;
 	struct tracer_thread **threads;
@@ -105,6 +107,19 @@ int tracer_attach(struct tracer **out, pid_t pid, unsigned flags,
 /* Lets go of every thread and frees t; *final (may be NULL) gets the
  * stats.  The calling thread must exit right after. */
 void tracer_release(struct tracer *t, struct tracer_stats *final);
+
+/* ---- tracer_watch.c: a tracer that watches ------------------------------ */
+
+/* Lists every thread of t->pid as watched, and opens the root's pidfd.
+ * Returns 0 or -errno (-ESRCH: no such process). */
+int tracer_watch_start(struct tracer *t);
+/* The root's pidfd became readable: it exited. */
+void tracer_watch_exited(struct tracer *t);
+
+/* tracer_attach.c: seizes the threads of t->pid not seized yet, rescanning
+ * until two passes find none new (and its descendants' with
+ * TRACER_DESCENDANTS).  Returns 0 or -errno. */
+int tracer_seize_threads(struct tracer *t);
 
 /* ---- tracer_status.c: one wait status ---------------------------------- */
 

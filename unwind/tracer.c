@@ -116,7 +116,7 @@ static int status_mask(const struct tracer *t)
 
 	if (t->stop_requested)
 		m |= TRACER_EV_STOP_REQUESTED;
-	if (t->n_root_threads == 0)
+	if (t->n_root_threads == 0 || t->root_exited)
 		m |= TRACER_EV_GONE;
 	return m;
 }
@@ -157,7 +157,10 @@ static int reap_wanted(struct tracer *t)
  * came.  Returns 0 or -errno. */
 static int wait_signal(struct tracer *t, uint64_t timeout_ns)
 {
-	struct pollfd pfd = { .fd = t->sigfd, .events = POLLIN };
+	struct pollfd pfd[2] = {
+		{ .fd = t->sigfd, .events = POLLIN },
+		{ .fd = t->pidfd, .events = POLLIN },	/* (-1: ignored) */
+	};
 	struct timespec ts;
 	uint64_t enter = cprof_now_ns();
 
@@ -165,8 +168,10 @@ static int wait_signal(struct tracer *t, uint64_t timeout_ns)
 	prio_watch(enter);
 	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
 	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
-	if (ppoll(&pfd, 1, &ts, NULL) < 0 && errno != EINTR)
+	if (ppoll(pfd, 2, &ts, NULL) < 0 && errno != EINTR)
 		return -errno;
+	if (pfd[1].revents)
+		tracer_watch_exited(t);
 	t->look_ns = cprof_now_ns();
 	tracer_reach_after_wait(t, enter, t->look_ns);
 	return read_signals(t);
@@ -183,6 +188,12 @@ int tracer_poll(struct tracer *t, uint64_t timeout_ns)
 		r = read_signals(t);
 		if (r < 0)
 			return r;
+		if (t->pidfd >= 0) {
+			struct pollfd pfd = { .fd = t->pidfd, .events = POLLIN };
+
+			if (poll(&pfd, 1, 0) > 0)
+				tracer_watch_exited(t);
+		}
 	}
 	if ((t->undrained && drain(t) > 0) || timeout_ns == 0 || status_mask(t))
 		return status_mask(t);
@@ -302,6 +313,8 @@ void tracer_release(struct tracer *t, struct tracer_stats *final)
 	if (final)
 		*final = t->stats;
 	close(t->sigfd);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
 	if (t->self_sched_fd >= 0)
 		close(t->self_sched_fd);
 	free(t->wanted);

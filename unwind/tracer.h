@@ -28,6 +28,7 @@ struct tracer_thread {
 	bool pending;		/* PTRACE_INTERRUPT sent, its stop not seen yet */
 	bool listening;		/* in group-stop (job control); PTRACE_LISTEN issued */
 	bool held;		/* kept in its stop by on_stop; see tracer_resume_held */
+	bool seized;		/* ptrace-seized; false: only watched (TRACER_WATCH) */
 	/* The signal last re-injected to this thread since its last
 	 * interrupt stop, 0 if none.  The kernel sets up its handler as the
 	 * thread resumes, and an interrupt that comes before the thread is
@@ -127,6 +128,13 @@ enum {
 	/* With TRACER_RT: real-time only while the CPUs are contended
 	 * (PRIO_RT_ADAPT). */
 	TRACER_RT_ADAPT = 1 << 3,
+	/* Seize nothing at first: the threads of pid are listed from
+	 * /proc/PID/task and watched (tracer_thread.seized false), their
+	 * births, exits and execs told by the caller (tracer_watch_*), who
+	 * learns them elsewhere (the perf source's ring records), and the
+	 * root's exit seen on a pidfd.  tracer_seize_all turns the tracer
+	 * into a seizing one.  Not with TRACER_FOLLOW or TRACER_DESCENDANTS. */
+	TRACER_WATCH = 1 << 4,
 };
 
 /*
@@ -170,6 +178,34 @@ int tracer_run(pid_t pid, const struct tracer_ops *ops, void *arg,
 int tracer_run_tree(pid_t pid, unsigned flags, const struct tracer_ops *ops, void *arg,
 		    int (*fn)(struct tracer *t, void *arg), struct tracer_stats *final,
 		    bool *attached);
+
+/* Whether the tracer only watches (TRACER_WATCH, not seized since). */
+bool tracer_watching(const struct tracer *t);
+
+/*
+ * A watching tracer seizes every thread it watches and every thread of
+ * the process not known yet (rescanning /proc/PID/task until two passes
+ * find none new), and follows clones and execs through ptrace from then
+ * on, as if started without TRACER_WATCH.  Returns 0 or -errno (the
+ * leader could not be seized).
+ */
+int tracer_seize_all(struct tracer *t);
+
+/* Watching: th is seized from now on (a source samples it at stops); its
+ * clones are then followed through ptrace.  Returns 0 or -errno. */
+int tracer_seize_thread(struct tracer *t, struct tracer_thread *th);
+
+/* Watching: one pass over /proc/PID/task, each thread not known yet
+ * watched from now on (on_thread told).  Returns how many, or -errno. */
+int tracer_watch_rescan(struct tracer *t);
+/* Watching: thread tid of process tgid (the root) was born; nothing when
+ * it is known.  Returns it, or NULL (out of memory, or not the root's). */
+struct tracer_thread *tracer_watch_birth(struct tracer *t, pid_t tid, pid_t tgid);
+/* Watching: thread tid exited (forgotten, on_thread told). */
+void tracer_watch_exit(struct tracer *t, pid_t tid);
+/* Watching: a thread of process pid called execve (on_exec told); the
+ * process's other threads are gone, and that thread's tid is pid now. */
+void tracer_watch_exec(struct tracer *t, pid_t pid);
 
 /* Threads living shorter than this are left out of the stopped fractions:
  * one stop in a thread that lived 50 us says nothing about the target. */

@@ -61,8 +61,9 @@ static int seize_pass(struct tracer *t, pid_t pid, size_t *added)
 		return pid == t->pid ? ret : 0;
 	for (i = 0; i < n; i++) {
 		pid_t tid = tids[i];
+		struct tracer_thread *known = tracer_lookup(t, tid, NULL);
 
-		if (tracer_lookup(t, tid, NULL))
+		if (known && known->seized)
 			continue;
 		if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)t->options) < 0) {
 			int e = errno;
@@ -80,10 +81,13 @@ static int seize_pass(struct tracer *t, pid_t pid, size_t *added)
 				return -e;
 			}
 		}
-		if (!tracer_add_thread(t, tid, pid)) {
+		if (!known)
+			known = tracer_add_thread(t, tid, pid);
+		if (!known) {
 			free(tids);
 			return -ENOMEM;
 		}
+		known->seized = true;
 		(*added)++;
 	}
 	free(tids);
@@ -130,20 +134,60 @@ static int seize_children(struct tracer *t, size_t *added)
 	return 0;
 }
 
+int tracer_seize_thread(struct tracer *t, struct tracer_thread *th)
+{
+	if (th->seized)
+		return 0;
+	if (ptrace(PTRACE_SEIZE, th->tid, NULL, (void *)t->options) < 0)
+		return -errno;
+	th->seized = true;
+	return 0;
+}
+
+int tracer_seize_threads(struct tracer *t)
+{
+	struct tracer_thread *leader = tracer_lookup(t, t->pid, NULL);
+	size_t added;
+	int ret, quiet_passes = 0;
+
+	/* The leader first: its failure is the one to report. */
+	if (!leader || !leader->seized) {
+		if (ptrace(PTRACE_SEIZE, t->pid, NULL, (void *)t->options) < 0)
+			return -errno;
+		if (!leader)
+			leader = tracer_add_thread(t, t->pid, t->pid);
+		if (!leader)
+			return -ENOMEM;
+		leader->seized = true;
+	}
+	/* Rescan until two passes find nothing new, as gdb does: a thread may
+	 * be created between reading the directory and seizing its parent. */
+	while (quiet_passes < 2) {
+		added = 0;
+		ret = seize_pass(t, t->pid, &added);
+		if (ret == 0 && (t->flags & TRACER_DESCENDANTS))
+			ret = seize_children(t, &added);
+		if (ret < 0)
+			return ret;
+		quiet_passes = added ? 0 : quiet_passes + 1;
+	}
+	return 0;
+}
+
 /* Seizes every thread of pid (and its descendants'); see tracer_run_tree. */
 int tracer_attach(struct tracer **out, pid_t pid, unsigned flags,
 			 const struct tracer_ops *ops, void *arg)
 {
 	struct tracer *t;
 	sigset_t mask;
-	size_t added;
-	int ret, quiet_passes = 0;
+	int ret;
 
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
 	t->pid = pid;
 	t->self_sched_fd = -1;
+	t->pidfd = -1;
 	t->flags = flags;
 	t->options = flags & (TRACER_FOLLOW | TRACER_DESCENDANTS) ? FOLLOW_OPTIONS : SEIZE_OPTIONS;
 	procfs_fdcache_init(&t->fds, pid);
@@ -166,25 +210,14 @@ int tracer_attach(struct tracer **out, pid_t pid, unsigned flags,
 		goto err_free;
 	}
 
-	/* The leader first: its failure is the one to report. */
-	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)t->options) < 0) {
-		ret = -errno;
-		goto err_sigfd;
-	}
-	if (!tracer_add_thread(t, pid, pid)) {
-		ret = -ENOMEM;
-		goto err_detach;
-	}
-	/* Rescan until two passes find nothing new, as gdb does: a thread may
-	 * be created between reading the directory and seizing its parent. */
-	while (quiet_passes < 2) {
-		added = 0;
-		ret = seize_pass(t, pid, &added);
-		if (ret == 0 && (flags & TRACER_DESCENDANTS))
-			ret = seize_children(t, &added);
+	if (flags & TRACER_WATCH) {
+		ret = tracer_watch_start(t);
 		if (ret < 0)
 			goto err_detach;
-		quiet_passes = added ? 0 : quiet_passes + 1;
+	} else {
+		ret = tracer_seize_threads(t);
+		if (ret < 0)
+			goto err_detach;
 	}
 	/* Without it (no schedstat), stops count from a bound farther back. */
 	t->self_sched_fd = procfs_open_task(getpid(), gettid(), "schedstat");
@@ -205,8 +238,6 @@ err_detach:
 	/* The caller's thread exits after a failed attach, releasing these. */
 	tracer_release(t, NULL);
 	return ret;
-err_sigfd:
-	close(t->sigfd);
 err_free:
 	free(t);
 	return ret;

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A tracer that watches instead of seizing (TRACER_WATCH): its threads
+ * are listed from /proc and kept in the same table, their births, exits
+ * and execs told by whoever learns them (the perf source, from the
+ * kernel's records in its rings), so that nothing stops the target while
+ * the kernel samples it: a seized thread stops at every signal it
+ * receives until the tracer passes it on.  tracer_seize_all turns it into
+ * a seizing tracer when stops are needed after all.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "process/procfs.h"
+#include "unwind/tracer-impl.h"
+
+bool tracer_watching(const struct tracer *t)
+{
+	return (t->flags & TRACER_WATCH) != 0;
+}
+
+int tracer_watch_rescan(struct tracer *t)
+{
+	pid_t *tids;
+	size_t i, n;
+	int ret, added = 0;
+
+	ret = procfs_list_tasks(t->pid, &tids, &n);
+	if (ret < 0)
+		return ret;
+	for (i = 0; i < n; i++) {
+		if (tracer_lookup(t, tids[i], NULL))
+			continue;
+		if (!tracer_add_thread(t, tids[i], t->pid)) {
+			free(tids);
+			return -ENOMEM;
+		}
+		added++;
+	}
+	free(tids);
+	return added;
+}
+
+int tracer_watch_start(struct tracer *t)
+{
+	long fd = syscall(SYS_pidfd_open, t->pid, 0);
+	int ret;
+
+	/* (without pidfds, the root's exit is known from its threads'
+	 * exits alone) */
+	if (fd < 0 && errno == ESRCH)
+		return -ESRCH;
+	t->pidfd = fd < 0 ? -1 : (int)fd;
+	ret = tracer_watch_rescan(t);
+	if (ret == 0)
+		return -ESRCH;
+	return ret < 0 ? ret : 0;
+}
+
+void tracer_watch_exited(struct tracer *t)
+{
+	t->root_exited = true;
+	close(t->pidfd);
+	t->pidfd = -1;
+}
+
+int tracer_seize_all(struct tracer *t)
+{
+	if (!tracer_watching(t))
+		return 0;
+	t->flags &= ~(unsigned)TRACER_WATCH;
+	return tracer_seize_threads(t);
+}
+
+struct tracer_thread *tracer_watch_birth(struct tracer *t, pid_t tid, pid_t tgid)
+{
+	struct tracer_thread *th = tracer_lookup(t, tid, NULL);
+
+	if (th || tgid != t->pid || t->root_exited)
+		return th;
+	return tracer_add_thread(t, tid, tgid);
+}
+
+void tracer_watch_exit(struct tracer *t, pid_t tid)
+{
+	tracer_forget_tid(t, tid);
+}
+
+void tracer_watch_exec(struct tracer *t, pid_t pid)
+{
+	size_t i = 0;
+
+	/* The exec ended every other thread of the process, and the thread
+	 * that called it took the leader's tid (execve(2)). */
+	while (i < t->n_threads) {
+		struct tracer_thread *th = t->threads[i];
+
+		if (th->tgid == pid && th->tid != pid)
+			tracer_remove_thread(t, i);
+		else
+			i++;
+	}
+	if (!tracer_watch_birth(t, pid, pid))
+		return;
+	t->stats.execs++;
+	if (t->ops && t->ops->on_exec)
+		t->ops->on_exec(t, pid, t->arg);
+}
