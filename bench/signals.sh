@@ -114,7 +114,8 @@ start_target() {
 }
 
 # The window a variant measures: cprof attached (or, unprofiled, the same
-# length), from the moment the target's main thread is traced to the end of
+# length), from the moment the target's main thread is traced (or cprof
+# holds its perf events) to the end of
 # sampling; prints "START_NS END_NS" (CLOCK_MONOTONIC) and leaves cprof's
 # JSON in $WORK/out.
 cat >"$WORK/window.py" <<'EOF'
@@ -126,6 +127,16 @@ def traced():
             if line.startswith("TracerPid:"):
                 return line.split()[1] != "0"
     return False
+def watching(cpid):
+    # a perf-source session seizes nothing: it samples once it holds a
+    # thread's events besides each CPU's ring
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % cpid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (cpid, fd)) == "anon_inode:[perf_event]"
+        except OSError:
+            pass
+    return n > os.cpu_count()
 if cprof == "-":
     time.sleep(0.3)
     start = time.monotonic_ns()
@@ -139,7 +150,7 @@ p = subprocess.Popen([cprof, "attach", "-p", pid, "-d", "%gs" % secs, "-F", hz, 
                      stdin=subprocess.DEVNULL, stdout=out, stderr=err)
 start = None
 while p.poll() is None and start is None:
-    if traced():
+    if traced() or watching(p.pid):
         start = time.monotonic_ns()
     else:
         time.sleep(0.002)

@@ -388,7 +388,8 @@ static int session_start(struct sampler *s)
 {
 	int ret;
 
-	s->stats.attached = true;
+	/* Watching, the attach that may be refused is the seizes below. */
+	s->stats.attached = !tracer_watching(s->tracer);
 	tracer_set_fraction_floor(s->tracer, s->period_ns);
 	tracer_set_spin_adaptive(s->tracer, SPIN_NS);
 	s->stats.start_realtime_ns = (uint64_t)cprof_realtime_ns();
@@ -409,6 +410,7 @@ static int session_start(struct sampler *s)
 		ret = seize_base(s);
 	if (ret < 0)
 		return ret;
+	s->stats.attached = true;
 	if (s->o.after_attach)
 		s->o.after_attach(s->o.after_attach_arg);
 	return 0;

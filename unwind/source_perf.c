@@ -376,8 +376,9 @@ static int perf_collect(struct sampler *s)
 	 * the births those events told of are known. */
 	if (r == 0 && ps->rescan) {
 		ps->rescan = false;
-		r = tracer_watch_rescan(s->tracer);
-		r = r == -ESRCH || r == -ENOENT ? 0 : r;
+		/* (best effort: the directory may be gone, or no descriptor
+		 * left to read it) */
+		r = tracer_watch_rescan(s->tracer) == -ENOMEM ? -ENOMEM : 0;
 	}
 	if (r >= 0 && ps->check_go && s->source_on[perf_src_self()])
 		r = perf_check(s);

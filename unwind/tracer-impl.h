@@ -73,9 +73,9 @@ struct tracer {
 /* The traced thread tid, or NULL (also when t is NULL); *index, when not
  * NULL, is set to its place in t->threads. */
 struct tracer_thread *tracer_lookup(struct tracer *t, pid_t tid, size_t *index);
-/* Adds a thread of process tgid (already seized) and tells on_thread.
- * Returns it, or NULL when out of memory. */
-struct tracer_thread *tracer_add_thread(struct tracer *t, pid_t tid, pid_t tgid);
+/* Adds a thread of process tgid (seized already, or watched) and tells
+ * on_thread.  Returns it, or NULL when out of memory. */
+struct tracer_thread *tracer_add_thread(struct tracer *t, pid_t tid, pid_t tgid, bool seized);
 /* Forgets t->threads[i] (on_thread told, its stopped fraction folded into
  * the stats, its /proc files closed); the last thread takes its place. */
 void tracer_remove_thread(struct tracer *t, size_t i);

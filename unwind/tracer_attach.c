@@ -81,13 +81,14 @@ static int seize_pass(struct tracer *t, pid_t pid, size_t *added)
 				return -e;
 			}
 		}
-		if (!known)
-			known = tracer_add_thread(t, tid, pid);
+		if (known)
+			known->seized = true;
+		else
+			known = tracer_add_thread(t, tid, pid, true);
 		if (!known) {
 			free(tids);
 			return -ENOMEM;
 		}
-		known->seized = true;
 		(*added)++;
 	}
 	free(tids);
@@ -154,11 +155,12 @@ int tracer_seize_threads(struct tracer *t)
 	if (!leader || !leader->seized) {
 		if (ptrace(PTRACE_SEIZE, t->pid, NULL, (void *)t->options) < 0)
 			return -errno;
-		if (!leader)
-			leader = tracer_add_thread(t, t->pid, t->pid);
+		if (leader)
+			leader->seized = true;
+		else
+			leader = tracer_add_thread(t, t->pid, t->pid, true);
 		if (!leader)
 			return -ENOMEM;
-		leader->seized = true;
 	}
 	/* Rescan until two passes find nothing new, as gdb does: a thread may
 	 * be created between reading the directory and seizing its parent. */

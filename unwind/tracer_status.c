@@ -43,7 +43,7 @@ static void handle_exec(struct tracer *t, pid_t pid)
 		free(tids);
 	}
 	if (!tracer_lookup(t, pid, NULL))
-		tracer_add_thread(t, pid, pid);
+		tracer_add_thread(t, pid, pid, true);
 	if (t->ops && t->ops->on_exec)
 		t->ops->on_exec(t, pid, t->arg);
 }
@@ -132,7 +132,7 @@ static struct tracer_thread *adopt_unknown(struct tracer *t, pid_t tid)
 		ptrace(PTRACE_DETACH, tid, NULL, NULL);
 		return NULL;
 	}
-	th = tracer_add_thread(t, tid, tgid);
+	th = tracer_add_thread(t, tid, tgid, true);
 	if (!th)
 		ptrace(PTRACE_CONT, tid, NULL, NULL);
 	return th;
@@ -167,7 +167,7 @@ static void event_new_task(struct tracer *t, struct tracer_thread *th, int event
 
 		/* Not followed, it is let go at its first stop. */
 		if (tgid == th->tgid || (t->flags & (TRACER_FOLLOW | TRACER_DESCENDANTS)))
-			tracer_add_thread(t, (pid_t)msg, tgid);
+			tracer_add_thread(t, (pid_t)msg, tgid, true);
 	}
 	tracer_resume(t, th->tid, 0);
 }

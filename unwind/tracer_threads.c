@@ -55,7 +55,7 @@ struct tracer_thread *tracer_lookup(struct tracer *t, pid_t tid, size_t *index)
 }
 
 
-struct tracer_thread *tracer_add_thread(struct tracer *t, pid_t tid, pid_t tgid)
+struct tracer_thread *tracer_add_thread(struct tracer *t, pid_t tid, pid_t tgid, bool seized)
 {
 	struct tracer_thread *th;
 
@@ -70,6 +70,7 @@ struct tracer_thread *tracer_add_thread(struct tracer *t, pid_t tid, pid_t tgid)
 		return NULL;
 	th->tid = tid;
 	th->tgid = tgid;
+	th->seized = seized;
 	th->appeared_ns = cprof_now_ns();
 	procfs_task_init(&th->task, tid);
 	th->task.pid = tgid;

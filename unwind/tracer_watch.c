@@ -35,7 +35,7 @@ int tracer_watch_rescan(struct tracer *t)
 	for (i = 0; i < n; i++) {
 		if (tracer_lookup(t, tids[i], NULL))
 			continue;
-		if (!tracer_add_thread(t, tids[i], t->pid)) {
+		if (!tracer_add_thread(t, tids[i], t->pid, false)) {
 			free(tids);
 			return -ENOMEM;
 		}
@@ -82,7 +82,7 @@ struct tracer_thread *tracer_watch_birth(struct tracer *t, pid_t tid, pid_t tgid
 
 	if (th || tgid != t->pid || t->root_exited)
 		return th;
-	return tracer_add_thread(t, tid, tgid);
+	return tracer_add_thread(t, tid, tgid, false);
 }
 
 void tracer_watch_exit(struct tracer *t, pid_t tid)
