@@ -11,6 +11,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -45,6 +47,21 @@ int tracer_watch_rescan(struct tracer *t)
 	return added;
 }
 
+/* Whether the process's memory may be read as a tracer's may (the
+ * unwinder reads its code): 0, or -EPERM as a seize would answer. */
+static int may_trace(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EACCES || errno == EPERM ? -EPERM : -errno;
+	close(fd);
+	return 0;
+}
+
 int tracer_watch_start(struct tracer *t)
 {
 	long fd = syscall(SYS_pidfd_open, t->pid, 0);
@@ -55,6 +72,9 @@ int tracer_watch_start(struct tracer *t)
 	if (fd < 0 && errno == ESRCH)
 		return -ESRCH;
 	t->pidfd = fd < 0 ? -1 : (int)fd;
+	ret = may_trace(t->pid);
+	if (ret < 0)
+		return ret == -ENOENT ? -ESRCH : ret;
 	ret = tracer_watch_rescan(t);
 	if (ret == 0)
 		return -ESRCH;
