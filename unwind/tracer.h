@@ -5,7 +5,10 @@
  * that reaps stops promptly so the target's signals are re-injected at once
  * and job-control stops are respected (PTRACE_LISTEN).  Never PTRACE_ATTACH,
  * never PTRACE_O_EXITKILL: if cprof dies the kernel detaches and the target
- * runs on.  All calls must come from the thread that created the tracer.
+ * runs on.  Or, with TRACER_WATCH, seize nothing and keep the same table
+ * of threads from what the caller learns elsewhere, seizing a thread only
+ * when asked.  All calls must come from the thread that created the
+ * tracer.
  */
 #ifndef CPROF_UNWIND_TRACER_H
 #define CPROF_UNWIND_TRACER_H
