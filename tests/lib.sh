@@ -180,15 +180,15 @@ all_traced() {
 	local tr
 	tr=$(task_tracers "$1") && [ -n "$tr" ] && ! echo "$tr" | has '^0$'
 }
-# cprof_watching PID: the cprof started last samples PID with perf events
-# and seizes none of its threads (a perf-source session only watches
-# them): it holds an event on every CPU for each thread, and each CPU's
-# ring's.
+# cprof_watching PID [CPROF]: cprof (CPROF, default the one started
+# last) samples PID with perf events and seizes none of its threads (a
+# perf-source session only watches them): it holds an event on every CPU
+# for each thread, and each CPU's ring's.
 cprof_watching() {
-	local threads events
-	[ -n "${CPROF_PID:-}" ] && ! has_tracer "$1" || return 1
+	local threads events cprof=${2:-${CPROF_PID:-}}
+	[ -n "$cprof" ] && ! has_tracer "$1" || return 1
 	threads=$(find "/proc/$1/task" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)
-	events=$(find "/proc/$CPROF_PID/fd" -lname 'anon_inode:\[perf_event\]' 2>/dev/null | wc -l)
+	events=$(find "/proc/$cprof/fd" -lname 'anon_inode:\[perf_event\]' 2>/dev/null | wc -l)
 	[ "$threads" -gt 0 ] && [ "$events" -ge $(((threads + 1) * $(getconf _NPROCESSORS_ONLN))) ]
 }
 # has_tracer PID: some thread of PID is traced.
@@ -196,8 +196,8 @@ has_tracer() {
 	local tr
 	tr=$(task_tracers "$1") && echo "$tr" | has -v '^0$'
 }
-# cprof_has PID: cprof samples PID, with every thread seized or watched.
-cprof_has() { all_traced "$1" || cprof_watching "$1"; }
+# cprof_has PID [CPROF]: cprof samples PID, every thread seized or watched.
+cprof_has() { all_traced "$1" || cprof_watching "$@"; }
 # Every thread of PID is in a job-control stop (T).
 all_stopped() {
 	local st
