@@ -141,9 +141,9 @@ static void header_lines(const struct top_header *h, char *l1, size_t n1, char *
 	if (h->stopped.tid)
 		snprintf(worst, sizeof(worst), " (thread %d %s)", (int)h->stopped.tid, h->stopped.name);
 	/* first, where a narrow terminal cannot cut it off */
-	snprintf(l1, n1, "%scprof top - pid %d (%s), %u threads, %s mode, %s",
+	snprintf(l1, n1, "%scprof top - pid %d (%s), %u thread%s, %s mode, %s",
 		 h->paused ? "PAUSED, not traced (p resumes) - " : "", (int)h->pid, h->comm,
-		 h->threads, h->wall ? "wall" : "cpu", h->source);
+		 h->threads, h->threads == 1 ? "" : "s", h->wall ? "wall" : "cpu", h->source);
 	snprintf(l2, n2,
 		 "samples %llu in %.1f s (%llu since start), cprof %.1f%% of a CPU, target "
 		 "stopped %.3f%%%s, unwind %s complete", (unsigned long long)h->samples,
