@@ -79,6 +79,7 @@ struct load_facts {
 	bool have_load, have_x_load;
 	uint64_t first_rel;	/* first PT_LOAD's page vaddr - its page offset */
 	uint64_t x_bias;	/* the bias, from the executable segment c maps */
+	uint64_t rw_lo, rw_hi;	/* virtual pages of the writable PT_LOAD segments */
 };
 
 /* The build ids in a PT_NOTE segment, those mod has not found yet. */
@@ -117,6 +118,15 @@ static void scan_phdrs(Elf *elf, size_t phnum, struct proc_module *mod,
 			/* The same bias, from where the text really is. */
 			lf->x_bias = c->text_start + (ph.p_offset - c->text_offset) - ph.p_vaddr;
 			lf->have_x_load = true;
+		}
+		if (ph.p_type == PT_LOAD && (ph.p_flags & PF_W)) {
+			uint64_t lo = ph.p_vaddr & page_mask;
+			uint64_t hi = (ph.p_vaddr + ph.p_memsz + ~page_mask) & page_mask;
+
+			if (lf->rw_hi == 0 || lo < lf->rw_lo)
+				lf->rw_lo = lo;
+			if (hi > lf->rw_hi)
+				lf->rw_hi = hi;
 		}
 		if (ph.p_type == PT_NOTE && (!mod->build_id || !mod->go_build_id))
 			read_phdr_notes(elf, &ph, mod);
@@ -181,6 +191,10 @@ void proc_module_read_facts(struct proc_module *mod, const struct candidate *c)
 		mod->base = lf.x_bias + lf.first_rel;
 	}
 	find_eh_frame_hdr(elf, phnum, mod);
+	/* The pages of every writable segment (and any between them): the
+	 * rest is mapped from the file and never written. */
+	mod->rw_start = lf.rw_lo;
+	mod->rw_end = lf.rw_hi;
 	if (!mod->build_id)
 		read_section_build_id(elf, mod);
 unlock:

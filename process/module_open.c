@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Opening a module's file as the target sees it, and copying its vdso. */
+/* Opening a module's file as the target sees it, copying its vdso, reading what it maps. */
 #include "config.h"
 
 #include <errno.h>
@@ -50,7 +50,7 @@ free_buf:
 	return fd;
 }
 
-static bool fd_is(int fd, const struct proc_map *m)
+bool proc_module_fd_is(int fd, const struct proc_map *m)
 {
 	struct stat st;
 
@@ -69,7 +69,7 @@ int proc_module_open_file(pid_t pid, const struct proc_map *m, char **open_path)
 		if (asprintf(&root_path, "/proc/%d/root%s", (int)pid, m->path) < 0)
 			return -ENOMEM;
 		fd = open(root_path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && fd_is(fd, m)) {
+		if (fd >= 0 && proc_module_fd_is(fd, m)) {
 			struct stat st_fd, st_path;
 
 			/*
@@ -116,4 +116,24 @@ fallback:
 	}
 	free(root_path);
 	return mf_fd;
+}
+
+int proc_module_read_mapped(const struct proc_module *mod, const struct proc_map *m,
+			    uint64_t addr, void *dst, size_t len)
+{
+	uint64_t off = m->offset + (addr - m->start), vaddr = addr - mod->bias;
+	ssize_t r;
+
+	if (!mod->fd_exact || mod->fd < 0 || addr < m->start || addr + len > m->end ||
+	    (vaddr < mod->rw_end && vaddr + len > mod->rw_start))
+		return -ENODATA;
+	r = pread(mod->fd, dst, len, (off_t)off);
+	if (r < 0)
+		return -errno;
+	/* A page past the end of the file is not mapped (SIGBUS); the rest
+	 * of the last one reads as zeros. */
+	if (r == 0)
+		return -EFAULT;
+	memset((char *)dst + r, 0, len - (size_t)r);
+	return 0;
 }

@@ -37,6 +37,9 @@ void proc_module_read_facts(struct proc_module *mod, const struct candidate *c);
  */
 int proc_module_open_file(pid_t pid, const struct proc_map *m, char **open_path);
 
+/* Whether fd is the file of mapping m (its inode). */
+bool proc_module_fd_is(int fd, const struct proc_map *m);
+
 /* Copies the target's vdso (mapping m) into a memfd, so that it reads like
  * a file.  Returns the descriptor or -errno. */
 int proc_module_copy_vdso(pid_t pid, const struct proc_map *m);

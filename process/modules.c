@@ -156,6 +156,7 @@ static int open_entry(struct proc_modules *owner, struct mod_entry *e, const str
 	if (is_vdso(m)) {
 		e->pub.is_vdso = true;
 		e->pub.fd = proc_module_copy_vdso(owner->pid, m);
+		e->pub.fd_exact = e->pub.fd >= 0;
 		if (e->pub.fd >= 0 && !(e->pub.open_path = strdup("[vdso]"))) {
 			close(e->pub.fd);
 			return -ENOMEM;
@@ -164,6 +165,7 @@ static int open_entry(struct proc_modules *owner, struct mod_entry *e, const str
 		e->pub.fd = twin->pub.fd;
 		e->pub.file = twin->pub.file;
 		e->fd_borrowed = true;
+		e->pub.fd_exact = twin->pub.fd_exact;
 		e->pub.open_path = twin->pub.open_path ? strdup(twin->pub.open_path) : NULL;
 		if (twin->pub.open_path && !e->pub.open_path)
 			return -ENOMEM;
@@ -171,6 +173,7 @@ static int open_entry(struct proc_modules *owner, struct mod_entry *e, const str
 		e->pub.fd = proc_module_open_file(owner->pid, m, &e->pub.open_path);
 		if (e->pub.fd == -ENOMEM)
 			return -ENOMEM;
+		e->pub.fd_exact = e->pub.fd >= 0 && proc_module_fd_is(e->pub.fd, m);
 	}
 	if (e->pub.fd < 0)
 		e->pub.fd = -1;
@@ -206,6 +209,7 @@ static int add_module(struct proc_modules *owner, const struct candidate *c,
 	e->pub.mapped = true;
 	e->pub.deleted = m->deleted;
 	e->pub.fd = -1;
+	e->pub.rw_end = UINT64_MAX;	/* until the program headers say */
 	if (open_entry(owner, e, m) < 0)
 		goto free_path;
 	if (!e->pub.is_vdso)
@@ -467,4 +471,21 @@ const struct proc_module *proc_modules_get(const struct proc_modules *t, uint32_
 size_t proc_modules_count(const struct proc_modules *t)
 {
 	return t->store->n;
+}
+
+const struct proc_module *proc_modules_of_map(const struct proc_modules *t,
+					      const struct proc_map *m)
+{
+	size_t i;
+
+	for (i = 0; i < t->nindex; i++) {
+		const struct mod_entry *e = (const struct mod_entry *)t->index[i].mod;
+
+		if (e->pub.is_vdso ? is_vdso(m) :
+		    m->inode && e->inode == m->inode && e->dev_major == m->dev_major &&
+		    e->dev_minor == m->dev_minor && e->pub.deleted == m->deleted &&
+		    strcmp(e->pub.path, m->path) == 0)
+			return &e->pub;
+	}
+	return NULL;
 }

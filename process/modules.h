@@ -34,6 +34,12 @@ struct proc_module {
 				 * every reader of the file; NULL when fd is -1 or libelf
 				 * refused the file */
 	char *open_path;	/* the path fd was opened by (e.g. /proc/PID/root/...), for debuglink lookup */
+	bool fd_exact;		/* fd is the very file the target maps (same inode), or the
+				 * vdso's copy: its bytes are the mapping's, outside rw_* */
+	uint64_t rw_start;	/* ELF virtual pages [rw_start, rw_end) of the writable
+				 * PT_LOAD segments: the target's memory there differs */
+	uint64_t rw_end;	/* from the file (relocations, RELRO); [0, UINT64_MAX)
+				 * when unknown */
 	bool is_main;		/* the main executable (of the current program image) */
 	bool is_vdso;		/* fd is a memfd holding a copy of the target's vdso */
 	bool mapped;		/* currently mapped (false after dlclose or exec) */
@@ -79,5 +85,22 @@ const struct proc_module *proc_modules_lookup(const struct proc_modules *t, uint
 /* Module by id (1..count), or NULL. */
 const struct proc_module *proc_modules_get(const struct proc_modules *t, uint32_t id);
 size_t proc_modules_count(const struct proc_modules *t);
+
+/* The mapped module whose file mapping m maps (any of its mappings, not
+ * only the executable one; [vdso] too), or NULL.  No syscalls. */
+const struct proc_module *proc_modules_of_map(const struct proc_modules *t,
+					      const struct proc_map *m);
+
+/*
+ * Reads len bytes at address addr of mapping m (a mapping of mod's file)
+ * from mod's open file, at the file offset the mapping gives: what the
+ * target reads there, without reading the target.  Bytes past the end of
+ * the file read as zeros, as they do in the mapping.  Returns 0, -ENODATA
+ * (the file may not hold what is mapped there: a writable segment, a file
+ * not known to be the mapped one; read the target instead), -EFAULT (past
+ * the file's end) or another -errno.
+ */
+int proc_module_read_mapped(const struct proc_module *mod, const struct proc_map *m,
+			    uint64_t addr, void *dst, size_t len);
 
 #endif
