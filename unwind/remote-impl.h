@@ -65,6 +65,8 @@ struct remote_unwinder {
 	struct walk_memo *memo;	/* NULL: walks are not remembered (out of memory) */
 	uint64_t gen;		/* moves on with every flush: what memo entries were made under */
 	bool reused;		/* the last remote_unwind came from the memo */
+	uint64_t pages_file;	/* pages cached from the modules' files, */
+	uint64_t pages_memory;	/* ... and from the target (remote_take_pages) */
 	/* The walk in progress. */
 	struct walk_log log;	/* what it read */
 	const struct snap *snap;

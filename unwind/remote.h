@@ -2,8 +2,10 @@
 /*
  * Remote unwinding of a snapshot with libunwind and cprof's own accessors:
  * registers from the snapshot, stack memory from the snapshot, unwind tables
- * (.eh_frame_hdr/.eh_frame) and code from the target's read-only mappings
- * through process/memory.c with a page cache.  Nothing here stops a thread
+ * (.eh_frame_hdr/.eh_frame) and code from the modules' open files, at the
+ * file offsets of the target's read-only mappings, with a page cache (the
+ * target's memory through process/memory.c only where no file holds what
+ * is mapped).  Nothing here stops a thread
  * or re-reads /proc/PID/maps; libunwind-ptrace's per-word PEEKDATA and its
  * one-entry ELF cache stay off the hot path (doc/ptrace.md, remote memory).
  * The vdso is unwound like any other module, from its in-memory image.
@@ -81,6 +83,14 @@ bool remote_ran_off_copy(const struct remote_unwinder *u);
  * (unwind/walk_memo.h).  The result is the one a walk would give.
  */
 bool remote_reused(const struct remote_unwinder *u);
+
+/*
+ * The pages of code and unwind tables the unwinder read since the last
+ * call: *from_file through the modules' open files, *from_memory from the
+ * target's memory (mappings no module's file holds as mapped: anonymous
+ * code, relocated read-only data, a file not known to be the mapped one).
+ */
+void remote_take_pages(struct remote_unwinder *u, uint64_t *from_file, uint64_t *from_memory);
 
 /* Whether e means the walk reached a thread root or a Go stack switch. */
 bool remote_end_is_root(enum remote_end e);

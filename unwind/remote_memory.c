@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The remote unwinder's memory: the snapshot, a cache of read-only pages, the target. */
+/* The remote unwinder's memory: the snapshot, a cache of read-only pages (from the modules' files), the target. */
 #include "config.h"
 
 #include <errno.h>
@@ -23,9 +23,33 @@ void remote_flush_pages(struct remote_unwinder *u)
 	u->n_pages = 0;
 }
 
-/* Copies len bytes at addr from a cached read-only page.  Fails on pages
- * that cannot be read. */
-static int read_cached(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
+/*
+ * Page page of read-only mapping m into data: from the open file of its
+ * module, at the file offset the mapping gives, or from the target when
+ * the file may not hold what the target maps there (anonymous memory, a
+ * writable segment made read-only after relocation, a file not known to
+ * be the mapped one).  Returns 0 or -EFAULT.
+ */
+static int fill_page(struct remote_unwinder *u, const struct proc_map *m, uint64_t page,
+		     uint8_t *data)
+{
+	const struct proc_module *mod = proc_modules_of_map(u->mods, m);
+	int r = mod ? proc_module_read_mapped(mod, m, page, data, PAGE_SIZE_) : -ENODATA;
+
+	if (r == 0) {
+		u->pages_file++;
+		return 0;
+	}
+	if (r != -ENODATA || proc_mem_read_all(u->pid, page, data, PAGE_SIZE_) < 0)
+		return -EFAULT;
+	u->pages_memory++;
+	return 0;
+}
+
+/* Copies len bytes at addr, in read-only mapping m, from a cached page.
+ * Fails on pages that cannot be read. */
+static int read_cached(struct remote_unwinder *u, const struct proc_map *m, uint64_t addr,
+		       void *dst, size_t len)
 {
 	uint64_t page = addr & ~(uint64_t)(PAGE_SIZE_ - 1);
 	size_t off = (size_t)(addr - page), i;
@@ -48,14 +72,14 @@ static int read_cached(struct remote_unwinder *u, uint64_t addr, void *dst, size
 	 * working sets are small, and this keeps probing short. */
 	if (u->n_pages >= PAGE_SLOTS / 2) {
 		remote_flush_pages(u);
-		return read_cached(u, addr, dst, len);
+		return read_cached(u, m, addr, dst, len);
 	}
 	if (!slot->data) {
 		slot->data = malloc(PAGE_SIZE_);
 		if (!slot->data)
 			return -ENOMEM;
 	}
-	if (proc_mem_read_all(u->pid, page, slot->data, PAGE_SIZE_) < 0)
+	if (fill_page(u, m, page, slot->data) < 0)
 		return -EFAULT;
 	slot->addr = page + 1;
 	u->n_pages++;
@@ -121,7 +145,7 @@ int remote_read(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
 	m = proc_maps_find(u->maps, addr);
 	if (m && !(m->perms & PROC_MAP_W) && (m->perms & PROC_MAP_R) &&
 	    (addr & (PAGE_SIZE_ - 1)) + len <= PAGE_SIZE_) {
-		if (read_cached(u, addr, dst, len) == 0)
+		if (read_cached(u, m, addr, dst, len) == 0)
 			return 0;
 		walk_log_spoil(&u->log);
 		return -EFAULT;
@@ -206,4 +230,12 @@ bool remote_frame_pointer_guess(struct remote_unwinder *u, uint64_t *rbp)
 	}
 	*rbp = u->rbp_guess;
 	return u->rbp_guess != 0;
+}
+
+void remote_take_pages(struct remote_unwinder *u, uint64_t *from_file, uint64_t *from_memory)
+{
+	*from_file = u->pages_file;
+	*from_memory = u->pages_memory;
+	u->pages_file = 0;
+	u->pages_memory = 0;
 }

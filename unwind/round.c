@@ -100,6 +100,16 @@ static size_t unknown_frames(const struct prof_frame *f, size_t n)
 	return k;
 }
 
+/* The pages the unwinder u read for the last walk, counted. */
+static void count_pages(struct sampler *s, struct remote_unwinder *u)
+{
+	uint64_t from_file, from_memory;
+
+	remote_take_pages(u, &from_file, &from_memory);
+	s->stats.pages_file += from_file;
+	s->stats.pages_memory += from_memory;
+}
+
 size_t samp_unwind_snap(struct sampler *s, struct samp_proc *p, const struct snap *sn,
 			enum remote_end *end, size_t *used, bool *ran_off)
 {
@@ -111,6 +121,7 @@ size_t samp_unwind_snap(struct sampler *s, struct samp_proc *p, const struct sna
 	*used = remote_stack_used(u);
 	*ran_off = remote_ran_off_copy(u);
 	s->stats.unwinds_reused += remote_reused(u);
+	count_pages(s, u);
 	if (!needs_maps_retry(p, sn, s->frames, n) || procs_refresh(p, cprof_now_ns()) < 0)
 		return n;
 	/* A library or thread stack new since the last read: unwind the copy
@@ -119,6 +130,7 @@ size_t samp_unwind_snap(struct sampler *s, struct samp_proc *p, const struct sna
 	 * keep whichever walk knows more frames. */
 	u = procs_unwinder(p);
 	n2 = remote_unwind(u, sn, s->frames2, s->o.max_frames, &end2);
+	count_pages(s, u);
 	if (remote_stack_used(u) > *used)
 		*used = remote_stack_used(u);
 	if (unknown_frames(s->frames2, n2) < unknown_frames(s->frames, n) ||

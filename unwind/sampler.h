@@ -145,6 +145,10 @@ struct sampler_stats {
 	uint64_t copies_short_ran_out;
 	/* Unwinds answered by a remembered walk (remote_reused). */
 	uint64_t unwinds_reused;
+	/* Pages of code and unwind tables the unwinder read from the
+	 * modules' files, and from the target (remote_take_pages). */
+	uint64_t pages_file;
+	uint64_t pages_memory;
 	uint64_t value_ns;	/* sum of the samples' cpu or wall time */
 	uint64_t start_realtime_ns;
 	uint64_t elapsed_ns;
