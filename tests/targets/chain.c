@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* chain: live profiling target with a known call chain and a 70/30 CPU split.
  *
- * chain [-t NTHREADS] [-s SECONDS] [-r READYFILE]
+ * chain [-t NTHREADS] [-s SECONDS] [-r READYFILE] [-x]
  *
  * NTHREADS worker threads named "worker-K" spin for SECONDS in the noinline
  * chain worker_main -> do_work -> leaf_a / leaf_b.  Every do_work call makes
@@ -12,15 +12,21 @@
  * of the target makes it print "result: BAD ...").  Once every worker runs,
  * "ready\n" is written to READYFILE (via READYFILE.tmp and rename).  Built
  * -O0 -g -fno-omit-frame-pointer so the frames stay as written.  SIGUSR2 ends
- * the run early (as if SECONDS had passed). */
+ * the run early (as if SECONDS had passed).  -x: before the workers start,
+ * zero the program's .eh_frame_hdr in memory (made writable, written, made
+ * read-only again): the file still holds the table, memory no longer, so
+ * an unwinder that reads the target's memory finds no unwind information
+ * for the program's code (built without frame pointers: chain-nofp). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <signal.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -107,9 +113,34 @@ NOINLINE static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* dl_iterate_phdr's callback: zeroes the first object's (the program's)
+ * .eh_frame_hdr.  Returns 1 when done, -1 on failure. */
+static int scramble_eh_frame_hdr(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	long page = sysconf(_SC_PAGESIZE);
+
+	(void)size;
+	(void)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t at, lo, hi;
+
+		if (ph->p_type != PT_GNU_EH_FRAME)
+			continue;
+		at = info->dlpi_addr + ph->p_vaddr;
+		lo = at & ~(uintptr_t)(page - 1);
+		hi = (at + ph->p_memsz + page - 1) & ~(uintptr_t)(page - 1);
+		if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE) != 0)
+			return -1;
+		memset((void *)at, 0, ph->p_memsz);
+		return mprotect((void *)lo, hi - lo, PROT_READ) == 0 ? 1 : -1;
+	}
+	return -1;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: chain [-t NTHREADS] [-s SECONDS] [-r READYFILE]\n");
+	fprintf(stderr, "usage: chain [-t NTHREADS] [-s SECONDS] [-r READYFILE] [-x]\n");
 	exit(64);
 }
 
@@ -118,19 +149,25 @@ int main(int argc, char **argv)
 	static struct worker workers[MAX_THREADS];
 	const char *ready = NULL;
 	double seconds = 5;
-	int nthreads = 2, opt, bad = 0;
+	int nthreads = 2, opt, bad = 0, scramble = 0;
 
-	while ((opt = getopt(argc, argv, "t:s:r:")) != -1) {
+	while ((opt = getopt(argc, argv, "t:s:r:x")) != -1) {
 		switch (opt) {
 		case 't': nthreads = atoi(optarg); break;
 		case 's': seconds = strtod(optarg, NULL); break;
 		case 'r': ready = optarg; break;
+		case 'x': scramble = 1; break;
 		default: usage();
 		}
 	}
 	if (nthreads < 1 || nthreads > MAX_THREADS || !(seconds > 0))
 		usage();
 
+	if (scramble && dl_iterate_phdr(scramble_eh_frame_hdr, NULL) != 1) {
+		fprintf(stderr, "chain: cannot zero the program's .eh_frame_hdr: %s\n",
+			strerror(errno));
+		return 2;
+	}
 	target_start_deadline(seconds);
 
 	for (int i = 0; i < nthreads; i++) {
