@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "process/maps.h"
+#include "process/memory.h"
 #include "process/modules.h"
 #include "process/procfs.h"
 #include "tests/tap.h"
@@ -479,6 +480,14 @@ static void test_remote(void)
 	}
 	n = remote_unwind(u, &own, frames, 64, &end);
 	check(n >= 5, "the walk finds at least 5 frames (%zu, %s)", n, remote_end_str(end));
+	{
+		uint64_t from_file, from_memory;
+
+		remote_take_pages(u, &from_file, &from_memory);
+		check(from_file > 0 && from_memory == 0,
+		      "code and unwind tables read from the files (%llu pages), none from memory "
+		      "(%llu)", (unsigned long long)from_file, (unsigned long long)from_memory);
+	}
 	/* getcontext's return address is in take_snapshot; then its callers. */
 	check(n >= 4 && in_fn(frames[0].addr, (const void *)take_snapshot) &&
 	      in_fn(frames[1].addr, (const void *)chain3) && in_fn(frames[2].addr, (const void *)chain2) &&
@@ -553,6 +562,47 @@ out:
 		proc_modules_destroy(mods);
 	proc_maps_free(&maps);
 	snap_fini(&own);
+}
+
+/* The bytes the modules map, read from their files: the same as memory
+ * where the file holds what is mapped, refused where the loader wrote. */
+static void test_read_mapped(void)
+{
+	struct proc_maps maps = { 0 };
+	struct proc_modules *mods = NULL;
+	size_t i, same = 0, refused = 0, differ = 0;
+	uint8_t page[4096], mem[4096];
+
+	if (proc_maps_read(getpid(), &maps) < 0 || proc_modules_create(&mods, getpid()) < 0 ||
+	    proc_modules_update(mods, &maps) < 0) {
+		check(false, "set up maps and modules for this process");
+		goto out;
+	}
+	for (i = 0; i < maps.n; i++) {
+		const struct proc_map *m = &maps.v[i];
+		const struct proc_module *mod = proc_modules_of_map(mods, m);
+		int r;
+
+		if (!mod || !(m->perms & PROC_MAP_R) || (m->perms & PROC_MAP_W))
+			continue;
+		r = proc_module_read_mapped(mod, m, m->start, page, sizeof(page));
+		if (r == -ENODATA)
+			refused++;
+		/* memory read as the unwinder would, past the sanitizers' redzones */
+		else if (r == 0 && proc_mem_read_all(getpid(), m->start, mem, sizeof(mem)) == 0 &&
+			 memcmp(page, mem, sizeof(page)) == 0)
+			same++;
+		else
+			differ++;
+	}
+	check(same >= 4, "read-only pages of the modules read from their files as mapped (%zu)",
+	      same);
+	check(refused >= 1, "relocated read-only pages (RELRO) refused (%zu)", refused);
+	check(differ == 0, "no page read from a file differs from memory (%zu)", differ);
+out:
+	if (mods)
+		proc_modules_destroy(mods);
+	proc_maps_free(&maps);
 }
 
 /* ---- capture of a child ------------------------------------------------- */
@@ -905,6 +955,7 @@ int main(void)
 	test_procfs_parse();
 	test_tracer();
 	test_remote();
+	test_read_mapped();
 	test_capture();
 	test_leave_handler();
 	test_perf_ring();
