@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,6 +19,19 @@
  * module's DWARF takes a fraction of a second). */
 #define HELPER_TIMEOUT_NS (30 * 1000000000ull)
 
+/* The bound above, or (tests only, so that a parser made to hang by
+ * CPROF_TEST_HELPER_FORBIDDEN=hang costs seconds) the duration
+ * CPROF_TEST_HELPER_TIMEOUT holds. */
+static uint64_t helper_timeout_ns(void)
+{
+	const char *test = getenv("CPROF_TEST_HELPER_TIMEOUT");
+	uint64_t ns;
+
+	if (test && cli_parse_duration(test, &ns) == 0 && ns)
+		return ns;
+	return HELPER_TIMEOUT_NS;
+}
+
 int cli_helper_start(const char *user, struct conf_helper **out)
 {
 	struct conf_opts o = {
@@ -27,7 +41,7 @@ int cli_helper_start(const char *user, struct conf_helper **out)
 		.uid = getuid(),
 		.gid = getgid(),
 		.max_restarts = HELPER_RESTARTS,
-		.call_timeout_ns = HELPER_TIMEOUT_NS,
+		.call_timeout_ns = helper_timeout_ns(),
 	};
 	int ret;
 
@@ -73,26 +87,27 @@ static void report_death(const struct conf_death *d)
 
 size_t cli_helper_deaths(struct conf_helper *h)
 {
+	struct conf_death d;
 	size_t n = 0;
 
 	if (!h)
 		return 0;
 	conf_check(h);
-	while (conf_death(h, n))
+	while (conf_death(h, n, &d))
 		n++;
 	return n;
 }
 
 int cli_helper_end(struct conf_helper *h)
 {
-	const struct conf_death *d;
+	struct conf_death d;
 	size_t i;
 
 	if (!h)
 		return CPROF_EXIT_OK;
 	conf_check(h);
-	for (i = 0; (d = conf_death(h, i)); i++)
-		report_death(d);
+	for (i = 0; conf_death(h, i, &d); i++)
+		report_death(&d);
 	if (conf_status(h).exhausted)
 		cli_error("the parser died %zu times, no new one was started: the frames of the "
 			  "modules left keep their addresses and build ids (pprof can symbolize them)", i);

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <linux/futex.h>
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -93,12 +94,35 @@ static void child_setup(int sock, int shm_fd)
 	close_range(CONF_SHM_FD + 1, ~0U, 0);
 }
 
-/*
- * Serves requests until the socket closes.  forbidden (tests only): the
- * first request makes a system call the filter forbids, as a parser taken
- * over would.
- */
-static void __attribute__((noreturn)) serve_loop(conf_serve_fn serve, void *shm, bool forbidden)
+/* What CPROF_TEST_HELPER_FORBIDDEN (tests only) makes the helper do at its
+ * first request: "1" a system call the filter forbids, as a parser taken
+ * over would; "hang" wait forever, as a parser in an endless loop would. */
+enum test_trigger { TRIGGER_NONE, TRIGGER_FORBIDDEN, TRIGGER_HANG };
+
+static enum test_trigger test_trigger(void)
+{
+	const char *test = getenv("CPROF_TEST_HELPER_FORBIDDEN");
+
+	if (test && strcmp(test, "1") == 0)
+		return TRIGGER_FORBIDDEN;
+	if (test && strcmp(test, "hang") == 0)
+		return TRIGGER_HANG;
+	return TRIGGER_NONE;
+}
+
+/* Never returns, asleep: a futex nobody wakes (the filter allows futex,
+ * not pause), until the privileged side kills the helper for hanging. */
+static void hang(void)
+{
+	static int never;
+
+	for (;;)
+		syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+}
+
+/* Serves requests until the socket closes; trigger: test_trigger's. */
+static void __attribute__((noreturn)) serve_loop(conf_serve_fn serve, void *shm,
+						 enum test_trigger trigger)
 {
 	struct conf_wire w, a;
 	void *state = NULL;
@@ -113,8 +137,10 @@ static void __attribute__((noreturn)) serve_loop(conf_serve_fn serve, void *shm,
 				close(fds[i]);
 			_exit(r == -EPIPE ? 0 : 1);
 		}
-		if (forbidden)
+		if (trigger == TRIGGER_FORBIDDEN)
 			syscall(SYS_ptrace, PTRACE_TRACEME, 0, NULL, NULL);
+		else if (trigger == TRIGGER_HANG)
+			hang();
 		memset(&a, 0, sizeof(a));
 		len = 0;
 		a.result = serve(&state, w.type, shm, w.len < CONF_MSG_MAX ? w.len : CONF_MSG_MAX,
@@ -130,8 +156,7 @@ static void __attribute__((noreturn)) serve_loop(conf_serve_fn serve, void *shm,
 static void __attribute__((noreturn)) confined(uid_t uid, gid_t gid, conf_serve_fn serve, void *shm)
 {
 	struct conf_wire ready = { 0 };
-	const char *test = getenv("CPROF_TEST_HELPER_FORBIDDEN");
-	bool forbidden = test && strcmp(test, "1") == 0;
+	enum test_trigger trigger = test_trigger();
 
 	ready.result = conf_drop_privileges(uid, gid);
 	if (!ready.result)
@@ -139,7 +164,7 @@ static void __attribute__((noreturn)) confined(uid_t uid, gid_t gid, conf_serve_
 	conf_send(CONF_SOCK_FD, &ready, NULL, 0);
 	if (ready.result < 0)
 		_exit(1);
-	serve_loop(serve, shm, forbidden);
+	serve_loop(serve, shm, trigger);
 }
 
 void conf_child(const struct conf_opts *o, int sock, int shm_fd, void *shm)
