@@ -121,7 +121,10 @@ struct conf_death {
 	const char *subject_id;
 };
 
-/* The i-th death (0..), or NULL past the last. */
-const struct conf_death *conf_death(struct conf_helper *h, size_t i);
+/*
+ * The i-th death (0..) copied into out; false past the last.  Its strings
+ * are h's, valid until conf_stop.
+ */
+bool conf_death(struct conf_helper *h, size_t i, struct conf_death *out);
 
 #endif

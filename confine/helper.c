@@ -323,7 +323,16 @@ struct conf_status conf_status(struct conf_helper *h)
 	return st;
 }
 
-const struct conf_death *conf_death(struct conf_helper *h, size_t i)
+bool conf_death(struct conf_helper *h, size_t i, struct conf_death *out)
 {
-	return i < h->ndeaths ? &h->deaths[i] : NULL;
+	bool found;
+
+	/* a copy, under the lock: a call on another thread may record a
+	 * death and move the array meanwhile (the strings never move) */
+	pthread_mutex_lock(&h->lock);
+	found = i < h->ndeaths;
+	if (found)
+		*out = h->deaths[i];
+	pthread_mutex_unlock(&h->lock);
+	return found;
 }

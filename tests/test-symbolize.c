@@ -758,6 +758,7 @@ static void test_perfmap(struct conf_helper *h, const char *how)
 	char path[64], text[512];
 	uint64_t a;
 	void *code;
+	struct conf_death death;
 	pid_t parser, next;
 
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
@@ -798,7 +799,7 @@ static void test_perfmap(struct conf_helper *h, const char *how)
 	if (h && (parser = conf_status(h).pid) > 0 && kill(parser, SIGKILL) == 0) {
 		waitid(P_PID, (id_t)parser, NULL, WEXITED | WNOWAIT);
 		/* a request would have found it dead and recorded the death */
-		check(sym_perfmap_refresh(pm, &maps) == 0 && !conf_death(h, 0),
+		check(sym_perfmap_refresh(pm, &maps) == 0 && !conf_death(h, 0, &death),
 		      "%s: a file that did not change is not handed over again", how);
 		check(same_name(sym_perfmap_lookup(pm, a + 0x104), "partial") &&
 		      same_name(sym_perfmap_lookup(pm, a + 4), "second") &&
