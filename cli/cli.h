@@ -155,6 +155,18 @@ int cli_helper_start(const char *user, struct conf_helper **out);
 /* How many times the parser has died so far (NULL: 0). */
 size_t cli_helper_deaths(struct conf_helper *h);
 
+struct proc_module;
+struct proc_modules;
+struct sym_ctx;
+
+/* Reports, in one line, that the parser answered err (-errno) for m instead
+ * of its names (sym_module_parser_error): its frames keep their addresses. */
+void cli_helper_report_error(const struct proc_module *m, int err);
+
+/* Reports so each module of mods the parser answered an error for in sym
+ * (NULL: none).  Returns how many; call before sym is destroyed. */
+size_t cli_helper_errors(struct sym_ctx *sym, const struct proc_modules *mods);
+
 /* Reports each death of the parser and ends it.  Returns CPROF_EXIT_OK, or
  * CPROF_EXIT_PARTIAL when it died (some frames lost their names). */
 int cli_helper_end(struct conf_helper *h);

@@ -507,8 +507,9 @@ static void format_reasons(char *buf, size_t len, const struct capture *c)
 }
 
 /* The exit status of a dump, and its summary line unless -q; late: the
- * frames --write-timeout left unnamed. */
-static int finish(const struct dump_args *a, const struct capture *c, size_t late)
+ * frames --write-timeout left unnamed; sym: the modules the parser failed on. */
+static int finish(const struct dump_args *a, const struct capture *c, size_t late,
+		  struct sym_ctx *sym)
 {
 	size_t i, partial = 0;
 	char reasons[200];
@@ -517,7 +518,7 @@ static int finish(const struct dump_args *a, const struct capture *c, size_t lat
 	for (i = 0; i < c->n; i++)
 		partial += thread_partial(&c->threads[i]);
 	format_reasons(reasons, sizeof(reasons), c);
-	code = partial ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
+	code = cli_helper_errors(sym, c->mods) || partial ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
 	if (a->n_only && c->n < a->n_only) {
 		cli_error("only %zu of the %zu threads given with --threads are in pid %d", c->n,
 			  a->n_only, (int)a->pid);
@@ -580,7 +581,7 @@ static int dump_one(const struct dump_args *a, bool descendant, const char *befo
 		print_json(&pr);
 	else
 		print_text(&pr);
-	code = finish(a, &c, pr.late);
+	code = finish(a, &c, pr.late, pr.sym);
 	if (pr.sym)
 		sym_destroy(pr.sym);
 	sym_perfmap_destroy(pm);

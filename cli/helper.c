@@ -11,7 +11,9 @@
 
 #include "cli/cli.h"
 #include "confine/confine.h"
+#include "process/modules.h"
 #include "symbolize/remote.h"
+#include "symbolize/symbolize.h"
 
 /* New parsers after the first dies: a module that kills each one costs one. */
 #define HELPER_RESTARTS 3
@@ -83,6 +85,29 @@ static void report_death(const struct conf_death *d)
 			  d->subject, id, how);
 	else
 		cli_error("the parser died between requests%s; a new one took over", how);
+}
+
+void cli_helper_report_error(const struct proc_module *m, int err)
+{
+	/* worded as a death is: the module, its build id, what became of it */
+	cli_error("parsing %s (build id %s) failed in the parser: %s; its frames keep their "
+		  "addresses", m->path, m->build_id ? m->build_id : "none", strerror(-err));
+}
+
+size_t cli_helper_errors(struct sym_ctx *sym, const struct proc_modules *mods)
+{
+	const struct proc_module *m;
+	size_t i, n = 0;
+	int err;
+
+	for (i = 1; sym && i <= proc_modules_count(mods); i++) {
+		m = proc_modules_get(mods, (uint32_t)i);
+		if (m && (err = sym_module_parser_error(sym, m))) {
+			cli_helper_report_error(m, err);
+			n++;
+		}
+	}
+	return n;
 }
 
 size_t cli_helper_deaths(struct conf_helper *h)

@@ -68,6 +68,16 @@ static void setup_sym(struct sym_ctx *sym, void *arg)
 	sym_live_apply(note->live, sym);
 }
 
+/* m, which the parser answered err for, into note (reported after the write). */
+static void note_failed(struct sym_note *note, const struct proc_module *m, int err)
+{
+	/* as for the unnamed: no room for the note is no error */
+	if (cprof_grow(&note->failed, &note->cap_failed, note->n_failed + 1,
+		       sizeof(*note->failed), 4) < 0)
+		return;
+	note->failed[note->n_failed++] = (struct sym_note_failed){ m, err };
+}
+
 static void after_sym(struct sym_ctx *sym, void *arg)
 {
 	struct sym_note *note = arg;
@@ -76,6 +86,8 @@ static void after_sym(struct sym_ctx *sym, void *arg)
 
 	for (i = 1; i <= n; i++) {
 		m = proc_modules_get(note->mods, (uint32_t)i);
+		if (m && sym_module_parser_error(sym, m))
+			note_failed(note, m, sym_module_parser_error(sym, m));
 		if (!m || m->is_vdso || !sym_module_unnamed(sym, m))
 			continue;
 		/* the note is a courtesy: no room for it is no error */
@@ -141,6 +153,7 @@ static int write_profile(struct sampler *s, struct sym_note *note, const struct 
 	struct prof_session ps;
 	struct prof_session_result res;
 	struct session_text text;
+	size_t i;
 	int ret;
 
 	session_of(&ps, &text, a, what, s, sampler_stacks(s), sampler_get_stats(s));
@@ -157,9 +170,10 @@ static int write_profile(struct sampler *s, struct sym_note *note, const struct 
 		.timeout_ns = a->write_timeout_ns,
 		.sync_ns = res.sync_ns,
 		.modules_cut = res.modules_cut,
+		.parser_errors = note->n_failed,
 		.fsync = a->fsync,
 	};
-	if (res.sym_err < 0 || ret < 0 || res.modules_cut)
+	if (res.sym_err < 0 || ret < 0 || res.modules_cut || note->n_failed)
 		session_progress_clear(pr);
 	/* Addresses alone still make a profile: it was written. */
 	if (res.sym_err < 0)
@@ -174,6 +188,8 @@ static int write_profile(struct sampler *s, struct sym_note *note, const struct 
 			  "of %zu modules keep their addresses and build ids (pprof can symbolize "
 			  "them; a longer --write-timeout names them now)", (int)pid,
 			  (double)a->write_timeout_ns / 1e9, res.modules_cut);
+	for (i = 0; ret >= 0 && i < note->n_failed; i++)
+		cli_helper_report_error(note->failed[i].mod, note->failed[i].err);
 	return ret;
 }
 
@@ -251,9 +267,11 @@ static int finish_session(const struct cli_session *a, pid_t pid, const char *wh
 		code = CPROF_EXIT_FATAL;
 	else
 		session_report(a, pid, s, &note, &end);
-	if (ret >= 0 && end.modules_cut && code == CPROF_EXIT_OK)
+	/* modules left unnamed, by the deadline or by the parser's error */
+	if (ret >= 0 && (end.modules_cut || end.parser_errors) && code == CPROF_EXIT_OK)
 		code = CPROF_EXIT_PARTIAL;
 	free(note.unnamed);
+	free(note.failed);
 	return code;
 }
 

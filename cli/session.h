@@ -34,6 +34,11 @@ struct sym_note {
 	const struct proc_modules *mods;
 	const struct proc_module **unnamed;	/* looked up, nothing named */
 	size_t n_unnamed, cap_unnamed;
+	struct sym_note_failed {		/* the parser answered an error for */
+		const struct proc_module *mod;
+		int err;			/* -errno */
+	} *failed;
+	size_t n_failed, cap_failed;
 };
 
 /* After sampling, for the summary and --json. */
@@ -43,6 +48,7 @@ struct session_end {
 	uint64_t sync_ns;	/* fsync's part of finish_ns (--fsync) */
 	size_t modules_cut;	/* modules --write-timeout left unsymbolized */
 	size_t parser_deaths;	/* times the confined parser died */
+	size_t parser_errors;	/* modules the parser answered an error for */
 	bool fsync;
 };
 

@@ -484,8 +484,9 @@ static void print_json_processes(const struct sampler *s)
 static void print_json_finish(const struct session_end *end)
 {
 	printf(", \"finish\": {\"ns\": %llu, \"timeout_ns\": %llu, \"modules_cut\": %zu, "
-	       "\"parser_deaths\": %zu, \"fsync_ns\": ", (unsigned long long)end->finish_ns,
-	       (unsigned long long)end->timeout_ns, end->modules_cut, end->parser_deaths);
+	       "\"parser_deaths\": %zu, \"parser_errors\": %zu, \"fsync_ns\": ",
+	       (unsigned long long)end->finish_ns, (unsigned long long)end->timeout_ns,
+	       end->modules_cut, end->parser_deaths, end->parser_errors);
 	if (end->fsync)
 		printf("%llu}", (unsigned long long)end->sync_ns);
 	else

@@ -96,8 +96,10 @@ static void child_setup(int sock, int shm_fd)
 
 /* What CPROF_TEST_HELPER_FORBIDDEN (tests only) makes the helper do at its
  * first request: "1" a system call the filter forbids, as a parser taken
- * over would; "hang" wait forever, as a parser in an endless loop would. */
-enum test_trigger { TRIGGER_NONE, TRIGGER_FORBIDDEN, TRIGGER_HANG };
+ * over would; "hang" wait forever, as a parser in an endless loop would;
+ * "error" answer -EIO without serving, as a parser that fails on a file
+ * (and lives on) would. */
+enum test_trigger { TRIGGER_NONE, TRIGGER_FORBIDDEN, TRIGGER_HANG, TRIGGER_ERROR };
 
 static enum test_trigger test_trigger(void)
 {
@@ -107,6 +109,8 @@ static enum test_trigger test_trigger(void)
 		return TRIGGER_FORBIDDEN;
 	if (test && strcmp(test, "hang") == 0)
 		return TRIGGER_HANG;
+	if (test && strcmp(test, "error") == 0)
+		return TRIGGER_ERROR;
 	return TRIGGER_NONE;
 }
 
@@ -120,6 +124,14 @@ static void hang(void)
 		syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 }
 
+static void close_fds(const int *fds, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		close(fds[i]);
+}
+
 /* Serves requests until the socket closes; trigger: test_trigger's. */
 static void __attribute__((noreturn)) serve_loop(conf_serve_fn serve, void *shm,
 						 enum test_trigger trigger)
@@ -127,14 +139,13 @@ static void __attribute__((noreturn)) serve_loop(conf_serve_fn serve, void *shm,
 	struct conf_wire w, a;
 	void *state = NULL;
 	int fds[CONF_MAX_FDS];
-	size_t nfds, len, i;
+	size_t nfds, len;
 	int r;
 
 	for (;;) {
 		r = conf_recv(CONF_SOCK_FD, &w, fds, &nfds);
 		if (r < 0) {
-			for (i = 0; i < nfds; i++)
-				close(fds[i]);
+			close_fds(fds, nfds);
 			_exit(r == -EPIPE ? 0 : 1);
 		}
 		if (trigger == TRIGGER_FORBIDDEN)
@@ -143,8 +154,15 @@ static void __attribute__((noreturn)) serve_loop(conf_serve_fn serve, void *shm,
 			hang();
 		memset(&a, 0, sizeof(a));
 		len = 0;
-		a.result = serve(&state, w.type, shm, w.len < CONF_MSG_MAX ? w.len : CONF_MSG_MAX,
-				 fds, nfds, (char *)shm + CONF_MSG_MAX, CONF_MSG_MAX, &len);
+		if (trigger == TRIGGER_ERROR) {
+			close_fds(fds, nfds);
+			a.result = -EIO;
+			trigger = TRIGGER_NONE;
+		} else {
+			a.result = serve(&state, w.type, shm,
+					 w.len < CONF_MSG_MAX ? w.len : CONF_MSG_MAX, fds, nfds,
+					 (char *)shm + CONF_MSG_MAX, CONF_MSG_MAX, &len);
+		}
 		a.len = (uint32_t)len;
 		a.seq = w.seq;
 		if (conf_send(CONF_SOCK_FD, &a, NULL, 0) < 0)

@@ -219,9 +219,11 @@ int sym_remote_resolve(struct sym_ctx *ctx, const struct proc_module *mod, struc
 	answer = ctx->remote_buf;
 	/*
 	 * The helper died on mod (its death is recorded), or every helper is
-	 * used up, or it failed (out of its memory on a hostile file), or it
-	 * answered nonsense: mod's frames keep their addresses.  Only this
-	 * process running out of memory is an error.
+	 * used up (reported with the deaths), or it failed (out of its memory
+	 * on a hostile file), or it answered nonsense (both kept for the
+	 * command to report, sym_module_parser_error): mod's frames keep
+	 * their addresses.  Only this process running out of memory is an
+	 * error.
 	 */
 	r = ask(ctx, mod, st, vaddr + mod->bias, answer, &alen);
 	if (r >= 0) {
@@ -232,6 +234,8 @@ int sym_remote_resolve(struct sym_ctx *ctx, const struct proc_module *mod, struc
 	if (r < 0) {
 		*n = 0;
 		st->remote_dead = true;
+		if (r != -EPIPE && r != -ECHILD)
+			st->remote_err = r;
 	}
 	return 0;
 }

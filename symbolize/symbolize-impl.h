@@ -36,7 +36,8 @@ struct mod_state {
 	bool go_tried;		/* go was tried */
 	struct gopcln *go;	/* Go's pc-line table, for a Go binary without symbols */
 	uint64_t remote_gen;	/* the helper's generation it was sent to (remote.c) */
-	bool remote_dead;	/* the helper died on it: its frames stay unnamed */
+	bool remote_dead;	/* the helper died or failed on it: its frames stay unnamed */
+	int remote_err;		/* the error the helper answered for it (no death), or 0 */
 	bool plt_tried;		/* plt was tried */
 	struct sym_plt *plt;	/* its PLT stubs' names (plt.h) */
 };

@@ -369,3 +369,10 @@ bool sym_module_unnamed(struct sym_ctx *ctx, const struct proc_module *mod)
 	return ctx->mods[mod->id - 1].looked_up && !ctx->mods[mod->id - 1].has_functions &&
 	       !ctx->mods[mod->id - 1].remote_dead;
 }
+
+int sym_module_parser_error(struct sym_ctx *ctx, const struct proc_module *mod)
+{
+	if (!ctx || !mod || !mod->id || mod->id > ctx->nmods)
+		return 0;
+	return ctx->mods[mod->id - 1].remote_err;
+}

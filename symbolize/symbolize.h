@@ -109,4 +109,9 @@ bool sym_module_has_functions(struct sym_ctx *ctx, const struct proc_module *mod
  * without symbols or debuginfo here (stripped), for the user to be told. */
 bool sym_module_unnamed(struct sym_ctx *ctx, const struct proc_module *mod);
 
+/* The error the confined parser answered for mod instead of its names
+ * (-errno; it did not die: sym_use_helper), or 0 when none.  Its frames
+ * keep their addresses.  Valid after the lookups. */
+int sym_module_parser_error(struct sym_ctx *ctx, const struct proc_module *mod);
+
 #endif
