@@ -17,6 +17,7 @@
 
 #include "confine/confine-impl.h"
 #include "lib/grow.h"
+#include "lib/reaped.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
@@ -41,17 +42,43 @@ struct conf_helper {
 	size_t ndeaths, cap_deaths;
 };
 
-/* Waits for pidfd's process to exit, at most ms (then kills it); its end into d. */
-static void reap(int pidfd, int ms, struct conf_death *d)
+/*
+ * The wait status of pid, which the tracer's waitpid(-1) reaped before us
+ * (ECHILD): it notes what it reaps that is not a tracee, right after its
+ * waitpid returns, so give it a moment.
+ */
+static bool reaped_elsewhere(pid_t pid, int *status)
+{
+	int i;
+
+	for (i = 0; i < 100; i++) {
+		if (cprof_reaped_take(pid, status))
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/* Waits for pidfd's process (pid) to exit, at most ms (then kills it); its end into d. */
+static void reap(pid_t pid, int pidfd, int ms, struct conf_death *d)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 	siginfo_t si;
+	int status;
 
 	if (poll(&p, 1, ms) <= 0)
 		syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 	memset(&si, 0, sizeof(si));
-	/* ECHILD: the tracer's waitpid(-1) reaped it first; the cause is lost */
-	if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 || !d)
+	if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0) {
+		if (errno != ECHILD || !d || !reaped_elsewhere(pid, &status))
+			return;
+		if (WIFEXITED(status))
+			d->exit_status = WEXITSTATUS(status);
+		else if (WIFSIGNALED(status))
+			d->signal = WTERMSIG(status);
+		return;
+	}
+	if (!d)
 		return;
 	if (si.si_code == CLD_EXITED)
 		d->exit_status = si.si_status;
@@ -65,7 +92,7 @@ static void release(struct conf_helper *h, int grace_ms, struct conf_death *d)
 	if (h->pid < 0)
 		return;
 	close(h->sock);
-	reap(h->pidfd, grace_ms, d);
+	reap(h->pid, h->pidfd, grace_ms, d);
 	close(h->pidfd);
 	munmap(h->shm, CONF_SHM_SIZE);
 	h->pid = -1;

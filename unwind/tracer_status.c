@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 
 #include "lib/clock.h"
+#include "lib/reaped.h"
 #include "process/procfs.h"
 #include "unwind/tracer-impl.h"
 
@@ -179,6 +180,10 @@ void tracer_handle_status(struct tracer *t, pid_t tid, int status)
 
 	th = tracer_lookup(t, tid, NULL);
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		/* not a thread of ours: a child of cprof's own (the parser),
+		 * reaped by the drain's waitpid(-1); its owner wants how it ended */
+		if (!th && tid != t->pid)
+			cprof_reaped_note(tid, status);
 		if (tid == t->pid) {
 			t->stats.leader_exited = true;
 			t->stats.leader_status = status;
