@@ -290,12 +290,14 @@ void cli_session_export(const struct cli_session *a, const struct sampler *s,
  * The profile of stacks, sampled by s with the options a (a whole session,
  * or a window of one whose statistics st are), symbolized with sym (NULL:
  * addresses only), with the cost comments attach writes; what describes
- * the command.  Prints nothing.  Returns 0 or -errno; *out is the caller's
- * to destroy.
+ * the command.  Symbolizing has a->write_timeout_ns from now; *modules_cut
+ * (may be NULL) says how many modules it left unnamed.  Prints nothing.
+ * Returns 0 or -errno; *out is the caller's to destroy.
  */
 int cli_session_profile(const struct cli_session *a, const char *what, const struct sampler *s,
 			const struct prof_stacks *stacks, struct sym_ctx *sym,
-			const struct sampler_stats *st, struct prof_builder **out);
+			const struct sampler_stats *st, struct prof_builder **out,
+			size_t *modules_cut);
 
 #define CLI_INPROC_LIB "libcprof-inproc.so"
 

@@ -35,7 +35,7 @@ static void serve_usage(FILE *f)
 		"                   [--stack-size BYTES] [--kernel on|off] [--python auto|off]\n"
 		"                   [--debuginfod-timeout D] [--no-debuginfod]\n"
 		"                   [--max-connections N] [--timeout SECONDS] [-q]\n"
-		"                   [--helper-user USER]\n"
+		"                   [--helper-user USER] [--write-timeout D]\n"
 		"\n"
 		"Serves the running process PID's profiles over HTTP at the paths of Go's\n"
 		"net/http/pprof, for go tool pprof, Parca and Grafana Alloy.  The process is\n"
@@ -65,6 +65,8 @@ static void serve_usage(FILE *f)
 		"                         (default 5s; a session's downloads get six times that)\n"
 		"      --no-debuginfod    download no debuginfo, even with DEBUGINFOD_URLS set\n"
 		"      --helper-user USER the confined parser's user when root (default nobody)\n"
+		"      --write-timeout D  bound of symbolizing a profile after its window ends\n"
+		"                         (default 20s); past it, frames keep their addresses\n"
 		"      --max-connections N\n"
 		"                         connections served at once (default %d)\n"
 		"      --timeout SECONDS  close connections idle that long, slow request headers\n"
@@ -216,6 +218,7 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 		CLI_OPTION_ULONG(0, "max-connections", &max_conn, 1, 100000),
 		CLI_OPTION_ULONG(0, "timeout", &timeout_s, 1, 3600),
 		CLI_SAMPLING_OPTIONS(&c->a),
+		CLI_OPTION_CALLBACK(0, "write-timeout", &c->a, cli_session_opt_write_timeout),
 		CLI_OPTION_BOOL('q', "quiet", &c->quiet),
 		CLI_OPTION_END,
 	};

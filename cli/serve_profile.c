@@ -152,7 +152,8 @@ int serve_http_build(struct hub_window *w, const struct hub_profile *p, void *ar
 	a.mode = p->mode;
 	snprintf(what, sizeof(what), "serve -p %d GET /debug/pprof/%s?seconds=%lu", (int)c->pid,
 		 p->mode == SAMPLER_WALL ? "wall" : "profile", r->seconds);
-	ret = cli_session_profile(&a, what, p->sampler, p->stacks, p->sym, p->stats, &b);
+	ret = cli_session_profile(&a, what, p->sampler, p->stacks, p->sym, p->stats, &b,
+				  &r->modules_cut);
 	if (ret < 0)
 		return ret;
 	/* The one write path (gzip streamed to an fd), into memory that
@@ -236,13 +237,19 @@ void serve_http_done(struct hub_window *w, void *arg)
 				  w->mode == SAMPLER_WALL ? "wall" : "profile", r->seconds, r->status,
 				  r->text_len ? (int)r->text_len - 1 : 0, r->text ? r->text : "");
 	} else {
+		char cut[128] = "";
+
 		r->status = MHD_HTTP_OK;
+		if (r->modules_cut)
+			snprintf(cut, sizeof(cut), "; symbolizing ran out of time (--write-timeout): "
+				 "%zu module%s keep%s addresses and build ids", r->modules_cut,
+				 r->modules_cut == 1 ? "" : "s", r->modules_cut == 1 ? "s" : "");
 		if (!c->quiet)
 			fprintf(stderr,
-				"cprof: GET /debug/pprof/%s?seconds=%lu: 200, %llu samples in %.2f s%s\n",
+				"cprof: GET /debug/pprof/%s?seconds=%lu: 200, %llu samples in %.2f s%s%s\n",
 				w->mode == SAMPLER_WALL ? "wall" : "profile", r->seconds,
 				(unsigned long long)r->samples, (double)r->elapsed_ns / 1e9,
-				w->target_exited ? " (the process exited)" : "");
+				w->target_exited ? " (the process exited)" : "", cut);
 	}
 	serve_req_resume(c, r);
 }

@@ -48,6 +48,7 @@ struct req {
 	uint64_t samples;
 	uint64_t threads;
 	uint64_t elapsed_ns;
+	size_t modules_cut;	/* modules --write-timeout left unnamed */
 };
 
 /* Counts an answer in c->requests by its status class. */

@@ -197,7 +197,8 @@ static int write_profile(struct sampler *s, struct sym_note *note, const struct 
  * write_profile's, kept in memory for the caller to send. */
 int cli_session_profile(const struct cli_session *a, const char *what, const struct sampler *s,
 			const struct prof_stacks *stacks, struct sym_ctx *sym,
-			const struct sampler_stats *st, struct prof_builder **out)
+			const struct sampler_stats *st, struct prof_builder **out,
+			size_t *modules_cut)
 {
 	struct prof_session ps;
 	struct session_text text;
@@ -206,7 +207,7 @@ int cli_session_profile(const struct cli_session *a, const char *what, const str
 	/* The window just ended: its answer has the same budget as a file. */
 	if (a->write_timeout_ns)
 		ps.export.sym_deadline_ns = cprof_now_ns() + a->write_timeout_ns;
-	return prof_session_build(&ps, sym, out, NULL);
+	return prof_session_build(&ps, sym, out, modules_cut);
 }
 
 /*

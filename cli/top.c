@@ -26,7 +26,7 @@ static void top_usage(FILE *f)
 		"                 [--source auto|perf|ptrace] [--kernel on|off]\n"
 		"                 [--python auto|off] [--stack-size BYTES]\n"
 		"                 [--sched auto|rt|normal] [--debuginfod-timeout D]\n"
-		"                 [--no-debuginfod] [--helper-user USER]\n"
+		"                 [--no-debuginfod] [--helper-user USER] [--write-timeout D]\n"
 		"\n"
 		"Shows, redrawn every second, the functions the running process PID spends its\n"
 		"time in, as top shows processes; kernel functions are marked [k].  Keys: q\n"
@@ -41,6 +41,8 @@ static void top_usage(FILE *f)
 		"  -d, --duration D       end after D: 500ms, 30s, 2m (default: until q,\n"
 		"                         Ctrl-C or the process exits)\n"
 		"  -o, --output FILE      also write the whole session as a pprof profile\n"
+		"      --write-timeout D  bound of symbolizing that profile at the end (default\n"
+		"                         20s); past it frames keep addresses and build ids\n"
 		CLI_SAMPLING_HELP
 		"  -h, --help             this help\n");
 }
@@ -419,6 +421,7 @@ static int parse(struct top *t, int argc, char **argv)
 		CLI_OPTION_BOOL('b', "batch", &t->batch),
 		CLI_OPTION_BOOL(0, "json", &t->a.json),
 		CLI_RUN_OPTIONS(&t->a),
+		CLI_OPTION_CALLBACK(0, "write-timeout", &t->a, cli_session_opt_write_timeout),
 		CLI_OPTION_END,
 	};
 	const char *output;
@@ -468,10 +471,20 @@ static int finish(struct top *t)
 	if (t->message[0])
 		cli_error("%s", t->message);
 	if (t->a.output && t->ever_attached) {
-		if (top_feed_write(t->feed, t->a.output) < 0)
+		size_t cut = 0;
+
+		if (top_feed_write(t->feed, t->a.output, &cut) < 0)
 			return CPROF_EXIT_FATAL;
 		fprintf(stderr, "cprof: wrote %s: %llu samples\n", t->a.output,
 			(unsigned long long)top_feed_whole_samples(t->feed));
+		if (cut) {
+			cli_error("symbolizing pid %d ran out of time (--write-timeout %.3g s): the "
+				  "frames of %zu modules keep their addresses and build ids (pprof "
+				  "can symbolize them; a longer --write-timeout names them now)",
+				  (int)t->pid, (double)t->a.write_timeout_ns / 1e9, cut);
+			if (t->code == CPROF_EXIT_OK)
+				return CPROF_EXIT_PARTIAL;
+		}
 	}
 	return t->code;
 }

@@ -106,8 +106,9 @@ bool top_feed_running(const struct top_feed *f);
  * has ended, *end (returns true then; the session thread is joined). */
 struct top_interval *top_feed_take(struct top_feed *f, struct top_end *end, bool *ended);
 /* After the last session: writes every session's samples to path as one
- * profile.  Returns 0 or -errno (reported). */
-int top_feed_write(struct top_feed *f, const char *path);
+ * profile, symbolized within --write-timeout (*modules_cut: the modules it
+ * left unnamed).  Returns 0 or -errno (reported). */
+int top_feed_write(struct top_feed *f, const char *path, size_t *modules_cut);
 /* Samples kept for -o so far. */
 uint64_t top_feed_whole_samples(const struct top_feed *f);
 

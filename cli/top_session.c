@@ -15,6 +15,7 @@
 #include "lib/clock.h"
 #include "lib/grow.h"
 #include "profile/export.h"
+#include "profile/output.h"
 #include "profile/profile.h"
 #include "session/session.h"
 #include "symbolize/symbolize.h"
@@ -462,14 +463,20 @@ uint64_t top_feed_whole_samples(const struct top_feed *f)
 	return n;
 }
 
-/* Adds segment g (not the first) to the profile b. */
+/* Adds segment g (not the first) to the profile b, symbolized until
+ * deadline_ns; *cut counts the modules the deadline left unnamed. */
 static int add_segment(struct top_feed *f, struct prof_builder *b, struct segment *g,
-		       struct sym_ctx *sym)
+		       struct sym_ctx *sym, uint64_t deadline_ns, size_t *cut)
 {
 	struct prof_export_opts o;
+	size_t n = 0;
+	int ret;
 
 	cli_session_export(&f->a, sess_sampler(g->sess), &o);
-	return prof_export_add(b, g->whole, sampler_modules(sess_sampler(g->sess)), sym, &o);
+	o.sym_deadline_ns = deadline_ns;
+	ret = prof_export_add(b, g->whole, sampler_modules(sess_sampler(g->sess)), sym, &o, &n);
+	*cut += n;
+	return ret;
 }
 
 /*
@@ -518,8 +525,12 @@ static void add_stats(struct sampler_stats *sum, const struct sampler_stats *st)
 	sum->source = st->source;
 }
 
-static int build_whole(struct top_feed *f, struct prof_builder **b)
+/* The profile of every segment, symbolized within --write-timeout from
+ * now; *cut: the modules that bound left unnamed. */
+static int build_whole(struct top_feed *f, struct prof_builder **b, size_t *cut)
 {
+	uint64_t deadline_ns = cprof_now_ns() + f->a.write_timeout_ns;
+	size_t later_cut = 0;
 	struct sampler_stats whole;
 	struct sym_ctx *sym;
 	struct segment *g;
@@ -550,16 +561,20 @@ static int build_whole(struct top_feed *f, struct prof_builder **b)
 		/* the comments: the whole run's statistics */
 		if (!*b)
 			ret = cli_session_profile(&f->a, what, sess_sampler(g->sess), g->whole, sym,
-						  &whole, b);
+						  &whole, b, cut);
 		else
-			ret = add_segment(f, *b, g, sym);
+			ret = add_segment(f, *b, g, sym, deadline_ns, &later_cut);
 	}
+	/* the first segment's cut is noted by cli_session_profile */
+	if (ret == 0 && later_cut)
+		ret = prof_note_cut(*b, later_cut);
+	*cut += later_cut;
 	if (ret == 0 && !*b)
 		ret = -ENODATA;
 	return ret;
 }
 
-int top_feed_write(struct top_feed *f, const char *path)
+int top_feed_write(struct top_feed *f, const char *path, size_t *modules_cut)
 {
 	struct prof_builder *b = NULL;
 	const struct segment *first = NULL, *last = NULL;
@@ -576,7 +591,8 @@ int top_feed_write(struct top_feed *f, const char *path)
 		cli_error("cannot write '%s': nothing was sampled", path);
 		return -ENODATA;
 	}
-	ret = build_whole(f, &b);
+	*modules_cut = 0;
+	ret = build_whole(f, &b, modules_cut);
 	if (ret < 0) {
 		cli_error("cannot build the profile of pid %d: %s", (int)f->pid, strerror(-ret));
 		return ret;

@@ -401,9 +401,9 @@ static int export_into(struct prof_builder *b, const struct prof_stacks *st,
 
 int prof_export_add(struct prof_builder *b, const struct prof_stacks *st,
 		    const struct proc_modules *mods, struct sym_ctx *sym,
-		    const struct prof_export_opts *o)
+		    const struct prof_export_opts *o, size_t *modules_cut)
 {
-	return export_into(b, st, mods, sym, o, NULL);
+	return export_into(b, st, mods, sym, o, modules_cut);
 }
 
 int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,

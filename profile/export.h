@@ -65,12 +65,14 @@ int prof_export(const struct prof_stacks *st, const struct proc_modules *mods,
  * Adds st's samples to b, a profile prof_export made with the same value
  * type and hz: one more sampling session of the same target (cprof top
  * resumed after a pause), whose module ids are its own (mods).  Its
- * modules get mappings of their own.  o's time is not used.  Returns 0 or
- * -errno (b then holds part of st).
+ * modules get mappings of their own.  o's time is not used; its
+ * sym_deadline_ns cuts as in prof_export_cut, *modules_cut (may be NULL)
+ * saying how many modules it cut.  Returns 0 or -errno (b then holds part
+ * of st).
  */
 int prof_export_add(struct prof_builder *b, const struct prof_stacks *st,
 		    const struct proc_modules *mods, struct sym_ctx *sym,
-		    const struct prof_export_opts *o);
+		    const struct prof_export_opts *o, size_t *modules_cut);
 
 /*
  * prof_export, which also says in *modules_cut (may be NULL) how many

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "profile/atomic.h"
 #include "profile/flame.h"
@@ -50,15 +51,32 @@ static int write_out(struct prof_builder *b, const struct prof_session *s, uint6
 	return ret;
 }
 
+int prof_note_cut(struct prof_builder *b, size_t modules_cut)
+{
+	char text[200];
+
+	if (!modules_cut)
+		return 0;
+	snprintf(text, sizeof(text),
+		 "symbolizing ran out of time (--write-timeout): %zu module%s keep%s addresses "
+		 "and build ids, their mappings marked without functions", modules_cut,
+		 modules_cut == 1 ? "" : "s", modules_cut == 1 ? "s" : "");
+	return prof_add_comment(b, text);
+}
+
 int prof_session_build(const struct prof_session *s, struct sym_ctx *sym,
 		       struct prof_builder **out, size_t *modules_cut)
 {
-	size_t i;
+	size_t i, cut = 0;
 	int ret;
 
-	ret = prof_export_cut(s->stacks, s->mods, sym, &s->export, out, modules_cut);
+	ret = prof_export_cut(s->stacks, s->mods, sym, &s->export, out, &cut);
 	for (i = 0; !ret && i < s->n_comments; i++)
 		ret = prof_add_comment(*out, s->comments[i]);
+	if (!ret)
+		ret = prof_note_cut(*out, cut);
+	if (modules_cut)
+		*modules_cut = cut;
 	if (ret < 0) {
 		prof_builder_destroy(*out);
 		*out = NULL;

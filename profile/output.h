@@ -63,11 +63,20 @@ struct prof_session_result {
  * The profile of s (its stacks exported with s->export, its comments
  * added), symbolized with sym (NULL: addresses only); s->format and
  * s->path are not used.  For callers that send the profile themselves
- * (cprof serve).  *modules_cut (may be NULL) as prof_export_cut says.
+ * (cprof serve).  *modules_cut (may be NULL) as prof_export_cut says; a
+ * comment says so in the profile (prof_note_cut).
  * Returns 0 or -errno; on success *out is the caller's.
  */
 int prof_session_build(const struct prof_session *s, struct sym_ctx *sym,
 		       struct prof_builder **out, size_t *modules_cut);
+
+/*
+ * Says in b's comments that the symbolizing deadline cut modules_cut
+ * modules (nothing when 0), so that whoever reads the profile knows why
+ * some frames are addresses.  prof_session_build and prof_write_session
+ * do it themselves.  Returns 0 or -errno.
+ */
+int prof_note_cut(struct prof_builder *b, size_t modules_cut);
 
 /*
  * Symbolizes, exports and writes s.  Failing to load symbols is not an
