@@ -316,7 +316,8 @@ static int report_end(struct serve_ctx *c, enum end_reason end, int sig)
 		cli_error("cannot wait for the end of serve: %s", strerror(errno));
 		return CPROF_EXIT_FATAL;
 	}
-	return c->sampling_failed ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
+	/* some frames of some answers stayed addresses: a partial result */
+	return c->sampling_failed || c->n_parser_failed ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
 }
 
 int cmd_serve(int argc, char **argv)
@@ -396,5 +397,8 @@ close_fds:
 		close(c.wake_fd);
 	if (c.listen_fd >= 0)
 		close(c.listen_fd);
+	while (c.n_parser_failed)
+		free(c.parser_failed[--c.n_parser_failed]);
+	free(c.parser_failed);
 	return code;
 }

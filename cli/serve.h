@@ -38,6 +38,10 @@ struct serve_ctx {
 	bool sampling_failed;	/* a session could not sample: exit status 1 */
 	bool target_exited;	/* a session ended because the target exited */
 	int stop_signal;	/* a session ended on this signal (-1: unnamed), 0 if none */
+	/* modules the parser answered an error for, "path\tbuild id", each
+	 * reported once in serve's life: exit status 1 */
+	char **parser_failed;
+	size_t n_parser_failed, cap_parser_failed;
 };
 
 /* Starts the HTTP daemon on c->listen_fd.  Returns 0 or -errno. */

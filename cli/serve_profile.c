@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 #include <microhttpd.h>
 
 #include "cli/serve_req.h"
+#include "lib/grow.h"
+#include "symbolize/symbolize.h"
 #include "profile/profile.h"
 
 /* ?seconds=N: absent means 30, like net/http/pprof; anything but a
@@ -139,6 +142,53 @@ enum MHD_Result serve_route_profile(struct serve_ctx *c, struct req *r, bool hea
 				 "cannot start a profile: %s", strerror(-err));
 }
 
+/* Whether key is in c's list of modules the parser failed on; adds it if
+ * not.  Under c->mu.  A list that cannot grow reports again: no error. */
+static bool parser_failed_seen(struct serve_ctx *c, const char *key)
+{
+	char *copy;
+	size_t i;
+
+	for (i = 0; i < c->n_parser_failed; i++)
+		if (strcmp(c->parser_failed[i], key) == 0)
+			return true;
+	copy = strdup(key);
+	if (!copy || cprof_grow(&c->parser_failed, &c->cap_parser_failed,
+				c->n_parser_failed + 1, sizeof(*c->parser_failed), 4) < 0) {
+		free(copy);
+		return false;
+	}
+	c->parser_failed[c->n_parser_failed++] = copy;
+	return false;
+}
+
+/*
+ * Reports each module of p the parser answered an error for (its frames
+ * were left as addresses), once per module in serve's life although every
+ * window of the session asks the same symbolizer, as attach reports it
+ * once after its profile.
+ */
+static void report_parser_errors(struct serve_ctx *c, const struct hub_profile *p)
+{
+	const struct proc_module *m;
+	char key[PATH_MAX + 128];
+	size_t i, n = proc_modules_count(p->mods);
+	bool seen;
+	int err;
+
+	for (i = 1; p->sym && i <= n; i++) {
+		m = proc_modules_get(p->mods, (uint32_t)i);
+		if (!m || !(err = sym_module_parser_error(p->sym, m)))
+			continue;
+		snprintf(key, sizeof(key), "%s\t%s", m->path, m->build_id ? m->build_id : "");
+		pthread_mutex_lock(&c->mu);
+		seen = parser_failed_seen(c, key);
+		pthread_mutex_unlock(&c->mu);
+		if (!seen)
+			cli_helper_report_error(m, err);
+	}
+}
+
 int serve_http_build(struct hub_window *w, const struct hub_profile *p, void *arg)
 {
 	struct serve_ctx *c = arg;
@@ -156,6 +206,7 @@ int serve_http_build(struct hub_window *w, const struct hub_profile *p, void *ar
 				  &r->modules_cut);
 	if (ret < 0)
 		return ret;
+	report_parser_errors(c, p);
 	/* The one write path (gzip streamed to an fd), into memory that
 	 * libmicrohttpd then sends from. */
 	fd = memfd_create("cprof-profile", MFD_CLOEXEC);
