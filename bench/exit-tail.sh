@@ -20,13 +20,15 @@
 # stderr file truncated by the shell ("2>FILE").  Once on a quiet machine
 # (whatever else runs on it), once loaded: one busy loop per CPU and a
 # writer that rewrites 16 MiB and fsyncs it, in a loop.  Printed per
-# condition and command: the time past -d (median, p90, max), runs that
-# ended with another status than 0, and, from --json where the command has
-# it, cprof's own "finish" (from the end of sampling to the profile
-# written) and the exit: from the JSON summary on standard output (cprof
-# flushes it last) to the process gone.  A run still going EXIT_CAP
-# seconds (default 120) past -d is killed and counted as hung.  After each attach the target must be
-# released (TracerPid 0) and still running.
+# condition and command: the time past -d to cprof's end (its process a
+# zombie; median, p90, max), runs that ended with another status than 0,
+# and, from --json where the command has it, cprof's own "finish" (from
+# the end of sampling to the profile written), the exit (from the JSON
+# summary on standard output, which cprof flushes last, to its end) and,
+# apart, the reaping (its end to its parent's wait returning: the
+# kernel's, see timed).  A run still going EXIT_CAP seconds (default 120)
+# past -d is killed and counted as hung.  After each attach the target
+# must be released (TracerPid 0) and still running.
 #
 # Figures only: it never fails on a timing.  Exit status 1 only on a real
 # error (no cprof, no gcc, the target died or was left traced).
@@ -54,6 +56,9 @@ EVLOOP=$BUILD/tests/targets/evloop
 	die "cannot build $EVLOOP (make -C $BUILD check builds it)"
 
 bench_workdir
+# timed's pause: a read that times out on a FIFO nobody writes
+mkfifo "$WORK/tick" || die "cannot make a FIFO in $WORK"
+exec 9<>"$WORK/tick"
 LOAD_PIDS=""
 stop_load() {
 	local p
@@ -116,36 +121,59 @@ start_target() {
 	die "evloop did not start: $(cat "$WORK/target.err")"
 }
 
-now_ns() { date +%s%N; }
-
 # timed VAR COMMAND...: runs COMMAND (stdout to out.json, stderr to err,
-# both reused from run to run), killed once CAP seconds past -d; sets VAR to
-# its wall time in ns, RC to its status (-1: killed) and EXIT_NS to the time
-# from out.json written to its end (-: no output).
+# both reused from run to run), killed once CAP seconds past -d; sets VAR
+# to the ns from its start to its end, RC to its status (-1: killed),
+# EXIT_NS to the ns from out.json written to its end (-: no output) and
+# REAP_NS to the ns from its end to its reaping.
+#
+# Its end is when its process is a zombie, not when it is reaped: under
+# this load the kernel's reaping of an exited process (release_task
+# flushing its /proc entries) has been seen to take 5-50 s for any
+# process, a python3 that sleeps as much as cprof, and that wait is the
+# reaper's.  So a subshell starts and reaps COMMAND while this loop
+# watches its state with shell builtins only (a sleep or a date would be
+# one more child to reap, stalled the same way); REAP_NS shows the
+# kernel's share apart.
 timed() {
-	local var=$1 t0 t1 tj="" pid waited=0
+	local var=$1 t0 tj="" te="" now pid="" st
 	shift
 	# emptied here: the child's own truncation may come after the first look
 	: >"$WORK/out.json"
-	t0=$(now_ns)
-	"$@" >"$WORK/out.json" 2>"$WORK/err" </dev/null &
-	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		[ -n "$tj" ] || [ ! -s "$WORK/out.json" ] || tj=$(now_ns)
-		sleep 0.05
-		waited=$((waited + 1))
-		if [ "$waited" -gt $(((SECS + CAP) * 20)) ]; then
-			kill -KILL "$pid" 2>/dev/null
+	: >"$WORK/cpid"
+	t0=${EPOCHREALTIME/./}
+	("$@" >"$WORK/out.json" 2>"$WORK/err" </dev/null &
+		echo $! >"$WORK/cpid"
+		wait $!) &
+	local wrap=$!
+	RC=0
+	while :; do
+		now=${EPOCHREALTIME/./}
+		[ -n "$pid" ] || [ ! -s "$WORK/cpid" ] || read -r pid <"$WORK/cpid"
+		[ -n "$tj" ] || [ ! -s "$WORK/out.json" ] || tj=$now
+		if [ -n "$pid" ]; then
+			st=""
+			{ read -r st <"/proc/$pid/stat"; } 2>/dev/null || st=""
+			case $st in
+			*") "[!ZX]*) ;;
+			*) te=$now; break ;;
+			esac
+		fi
+		if [ $(((now - t0) / 1000000)) -gt $((SECS + CAP)) ]; then
+			[ -z "$pid" ] || kill -KILL "$pid" 2>/dev/null
+			te=$now
+			RC=-1
 			break
 		fi
+		read -r -t 0.05 -u 9 || :
 	done
-	wait "$pid"
-	RC=$?
-	[ "$waited" -gt $(((SECS + CAP) * 20)) ] && RC=-1
-	t1=$(now_ns)
-	printf -v "$var" '%s' $((t1 - t0))
+	wait "$wrap"
+	local rc=$?
+	[ "$RC" = -1 ] || RC=$rc
+	printf -v "$var" '%s' $(((te - t0) * 1000))
+	REAP_NS=$(((${EPOCHREALTIME/./} - te) * 1000))
 	EXIT_NS=-
-	[ -z "$tj" ] || EXIT_NS=$((t1 - tj))
+	[ -z "$tj" ] || EXIT_NS=$(((te - tj) * 1000))
 }
 
 # finish_of: cprof's own "finish" ns from out.json, or -.
@@ -182,7 +210,7 @@ one() {
 		;;
 	esac
 	kill -0 "$TPID" 2>/dev/null || die "evloop died during $v $cmd"
-	echo "$cond $cmd $v $past $RC $(finish_of) $EXIT_NS" >>"$WORK/runs"
+	echo "$cond $cmd $v $past $RC $(finish_of) $EXIT_NS $REAP_NS" >>"$WORK/runs"
 }
 
 measure() {
@@ -212,22 +240,25 @@ python3 - "$WORK/runs" "$CAP" <<'EOF' || die "cannot summarize the runs"
 import sys
 rows = {}
 for line in open(sys.argv[1]):
-    cond, cmd, v, past, rc, fin, ex = line.split()
-    rows.setdefault((cond, cmd, v), []).append((int(past) / 1e9, int(rc), fin, ex))
+    cond, cmd, v, past, rc, fin, ex, reap = line.split()
+    rows.setdefault((cond, cmd, v), []).append((int(past) / 1e9, int(rc), fin, ex,
+                                                int(reap) / 1e9))
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
-print("time past -d in seconds (dump-threads: its whole time); finish: cprof's own, end of "
-      "sampling to profile written; exit: summary printed to process gone")
-print("%-7s %-13s %-9s %4s %8s %8s %8s %6s %5s %10s %8s" % ("", "command", "variant", "runs",
-      "median", "p90", "max", "not-0", "hung", "finish-max", "exit-max"))
+print("time past -d in seconds to cprof's end, its process a zombie (dump-threads: its whole "
+      "time); finish: cprof's own, end of sampling to profile written; exit: summary printed "
+      "to its end; reap: its end to its reaping, the kernel's wait, not counted above")
+print("%-7s %-13s %-9s %4s %8s %8s %8s %6s %5s %10s %8s %8s" % ("", "command", "variant", "runs",
+      "median", "p90", "max", "not-0", "hung", "finish-max", "exit-max", "reap-max"))
 for (cond, cmd, v) in sorted(rows, key=lambda k: (k[0] != "quiet", k[1], k[2])):
     r = rows[(cond, cmd, v)]
     past = [x[0] for x in r]
     fins = [int(x[2]) / 1e9 for x in r if x[2] != "-"]
     exits = [int(x[3]) / 1e9 for x in r if x[3] != "-"]
-    print("%-7s %-13s %-9s %4d %8.2f %8.2f %8.2f %6d %5d %10s %8s" % (
+    print("%-7s %-13s %-9s %4d %8.2f %8.2f %8.2f %6d %5d %10s %8s %8.2f" % (
         cond, cmd, v, len(r), pct(past, 50), pct(past, 90), max(past),
         sum(1 for x in r if x[1] not in (0, -1)), sum(1 for x in r if x[1] == -1),
-        "%.2f" % max(fins) if fins else "-", "%.2f" % max(exits) if exits else "-"))
+        "%.2f" % max(fins) if fins else "-", "%.2f" % max(exits) if exits else "-",
+        max(x[4] for x in r)))
 EOF
