@@ -32,9 +32,12 @@ static const int allowed[] = {
 
 /*
  * Refused with an error rather than killed: paths libdw and libelf look up
- * on their own (a dwz alternate file, split DWARF) simply are not found.
+ * on their own (a dwz alternate file, split DWARF) simply are not found;
+ * libunwind's first use opens a pipe to check local memory, which remote
+ * walks never read (nor mincore or msync, which it then tries).
  */
 static const int refused[] = {
+	SCMP_SYS(pipe), SCMP_SYS(pipe2), SCMP_SYS(mincore), SCMP_SYS(msync),
 	SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(openat2), SCMP_SYS(stat), SCMP_SYS(lstat),
 	SCMP_SYS(access), SCMP_SYS(faccessat), SCMP_SYS(faccessat2), SCMP_SYS(readlink),
 	SCMP_SYS(readlinkat), SCMP_SYS(statx),
