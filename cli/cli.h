@@ -152,6 +152,11 @@ struct conf_helper;
  */
 int cli_helper_start(const char *user, struct conf_helper **out);
 
+/* The parser's handler (a conf_serve_fn): symbolization, perf maps and
+ * stack walks (symbolize/remote.h, unwind/remote_client.h). */
+int cli_parser_serve(void **state, uint32_t type, const void *req, size_t len, int *fds,
+		     size_t nfds, void *resp, size_t cap, size_t *resp_len);
+
 /* How many times the parser has died so far (NULL: 0). */
 size_t cli_helper_deaths(struct conf_helper *h);
 

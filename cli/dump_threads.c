@@ -410,7 +410,7 @@ int cli_dump_threads_write(FILE *f, pid_t pid, bool json, struct conf_helper *he
 			       .stack_size = 256u << 10,
 			       .write_timeout_ns = DEFAULT_WRITE_TIMEOUT_NS };
 	struct capture_opts co = { .stack_size = a.stack_size, .max_frames = a.max_frames,
-				   .python = true };
+				   .python = true, .helper = helper };
 	struct capture c;
 	struct printer pr = { .a = &a, .c = &c, .f = f };
 	int ret;
@@ -448,6 +448,7 @@ static int capture(const struct dump_args *a, struct capture *c, bool descendant
 		.only = a->n_only ? a->only : NULL,
 		.n_only = a->n_only,
 		.python = !a->no_python,
+		.helper = a->helper,
 	};
 	char why[256];
 	int ret;
@@ -519,6 +520,15 @@ static int finish(const struct dump_args *a, const struct capture *c, size_t lat
 		partial += thread_partial(&c->threads[i]);
 	format_reasons(reasons, sizeof(reasons), c);
 	code = cli_helper_errors(sym, c->mods) || partial ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
+	/* the modules the walk failed on, unless symbolizing them failed too */
+	for (i = 0; i < c->n_parser_errors; i++) {
+		const struct proc_module *m = proc_modules_get(c->mods, c->parser_errors[i].module);
+
+		if (m && !(sym && sym_module_parser_error(sym, m))) {
+			cli_helper_report_error(m, c->parser_errors[i].err);
+			code = CPROF_EXIT_PARTIAL;
+		}
+	}
 	if (a->n_only && c->n < a->n_only) {
 		cli_error("only %zu of the %zu threads given with --threads are in pid %d", c->n,
 			  a->n_only, (int)a->pid);

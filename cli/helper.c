@@ -14,6 +14,7 @@
 #include "process/modules.h"
 #include "symbolize/remote.h"
 #include "symbolize/symbolize.h"
+#include "unwind/remote_client.h"
 
 /* New parsers after the first dies: a module that kills each one costs one. */
 #define HELPER_RESTARTS 3
@@ -34,10 +35,31 @@ static uint64_t helper_timeout_ns(void)
 	return HELPER_TIMEOUT_NS;
 }
 
+/* The parser's two services, each with its own state. */
+struct parser_state {
+	void *sym;
+	void *walk;
+};
+
+int cli_parser_serve(void **state, uint32_t type, const void *req, size_t len, int *fds,
+		     size_t nfds, void *resp, size_t cap, size_t *resp_len)
+{
+	struct parser_state *s = *state;
+
+	if (!s && !(s = *state = calloc(1, sizeof(*s)))) {
+		while (nfds--)
+			close(fds[nfds]);
+		return -ENOMEM;
+	}
+	if (remote_serves(type))
+		return remote_serve(&s->walk, type, req, len, fds, nfds, resp, cap, resp_len);
+	return sym_remote_serve(&s->sym, type, req, len, fds, nfds, resp, cap, resp_len);
+}
+
 int cli_helper_start(const char *user, struct conf_helper **out)
 {
 	struct conf_opts o = {
-		.serve = sym_remote_serve,
+		.serve = cli_parser_serve,
 		/* a fresh image of cprof, which main() turns into the parser */
 		.exec_path = "/proc/self/exe",
 		.uid = getuid(),

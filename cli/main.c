@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 
 	/* cprof exec'd as its own confined parser (cli/helper.c) */
 	if (argc >= 1 && strcmp(argv[0], CONF_EXEC_NAME) == 0)
-		return conf_exec_main(argc, argv, sym_remote_serve);
+		return conf_exec_main(argc, argv, cli_parser_serve);
 
 	/* Writing a profile to a closed pipe must report EPIPE, not kill us. */
 	signal(SIGPIPE, SIG_IGN);

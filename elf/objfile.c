@@ -106,12 +106,41 @@ Elf_Scn *objfile_section(Elf *elf, const char *name, unsigned type, GElf_Shdr *s
 	return NULL;
 }
 
-int objfile_open_debug(struct objfile **out, const char *build_id)
+static objfile_debug_fd_fn debug_fd_fn;
+static void *debug_fd_arg;
+
+void objfile_use_debug_fds(objfile_debug_fd_fn fn, void *arg)
+{
+	debug_fd_fn = fn;
+	debug_fd_arg = arg;
+}
+
+int objfile_open_debug_fd(const char *build_id)
 {
 	char path[PATH_MAX];
+	int fd;
 
 	if (!build_id || strlen(build_id) < 3)
 		return -ENOENT;
 	snprintf(path, sizeof(path), DEBUG_DIR "/.build-id/%.2s/%s.debug", build_id, build_id + 2);
-	return objfile_open(out, path);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int objfile_open_debug(struct objfile **out, const char *build_id)
+{
+	int fd, ret;
+
+	if (!build_id || strlen(build_id) < 3)
+		return -ENOENT;
+	fd = debug_fd_fn ? debug_fd_fn(debug_fd_arg, build_id) : objfile_open_debug_fd(build_id);
+	if (fd < 0)
+		return debug_fd_fn ? -ENOENT : fd;
+	ret = objfile_from_fd(out, fd);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	(*out)->owns_fd = true;
+	return 0;
 }

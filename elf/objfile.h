@@ -63,4 +63,16 @@ Elf_Scn *objfile_section(Elf *elf, const char *name, unsigned type, GElf_Shdr *s
  */
 int objfile_open_debug(struct objfile **out, const char *build_id);
 
+/* The descriptor of that debug file, open read-only, or -errno. */
+int objfile_open_debug_fd(const char *build_id);
+
+/*
+ * Where objfile_open_debug finds debug files in a process that may open
+ * none (the confined parser): fn returns a descriptor of build_id's debug
+ * file for the handle to own, or -1.  NULL: under /usr/lib/debug.  Set it
+ * before any reader runs (not synchronized).
+ */
+typedef int (*objfile_debug_fd_fn)(void *arg, const char *build_id);
+void objfile_use_debug_fds(objfile_debug_fd_fn fn, void *arg);
+
 #endif

@@ -489,3 +489,68 @@ const struct proc_module *proc_modules_of_map(const struct proc_modules *t,
 	}
 	return NULL;
 }
+
+void proc_module_ident(const struct proc_module *m, struct proc_module_ident *out)
+{
+	const struct mod_entry *e = (const struct mod_entry *)m;
+
+	*out = (struct proc_module_ident){ e->inode, e->dev_major, e->dev_minor };
+}
+
+int proc_modules_add_copy(struct proc_modules *t, const struct proc_module *m,
+			  const struct proc_module_ident *ident)
+{
+	struct mod_entry *e;
+
+	if (t->store != t || m->id != t->n + 1)
+		return -EINVAL;
+	if (cprof_grow(&t->mods, &t->cap, t->n + 1, sizeof(*t->mods), 32) < 0)
+		return -ENOMEM;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->pub = *m;
+	e->inode = ident->inode;
+	e->dev_major = ident->dev_major;
+	e->dev_minor = ident->dev_minor;
+	t->mods[t->n++] = e;
+	return 0;
+}
+
+int proc_modules_spans(const struct proc_modules *t, struct proc_module_span **out, size_t *n)
+{
+	size_t i;
+
+	*out = malloc((t->nindex ? t->nindex : 1) * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (i = 0; i < t->nindex; i++)
+		(*out)[i] = (struct proc_module_span){ t->index[i].start, t->index[i].end,
+						       t->index[i].mod->id };
+	*n = t->nindex;
+	return 0;
+}
+
+int proc_modules_set_spans(struct proc_modules *t, const struct proc_module_span *v, size_t n)
+{
+	struct index_entry *idx;
+	size_t i;
+
+	idx = malloc((n ? n : 1) * sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		/* sorted and apart, as the lookup's binary search needs */
+		if (!v[i].mod || v[i].mod > t->store->n || v[i].start >= v[i].end ||
+		    (i && v[i].start < v[i - 1].end)) {
+			free(idx);
+			return -EINVAL;
+		}
+		idx[i] = (struct index_entry){ v[i].start, v[i].end,
+					       &t->store->mods[v[i].mod - 1]->pub };
+	}
+	free(t->index);
+	t->index = idx;
+	t->nindex = n;
+	return 0;
+}

@@ -103,4 +103,39 @@ const struct proc_module *proc_modules_of_map(const struct proc_modules *t,
 int proc_module_read_mapped(const struct proc_module *mod, const struct proc_map *m,
 			    uint64_t addr, void *dst, size_t len);
 
+/*
+ * A module table rebuilt elsewhere (the confined parser's, which opens no
+ * file): what identifies a module's file in the maps, the spans the
+ * lookup index holds, and both given back to a table.
+ */
+struct proc_module_ident {
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+};
+
+/* An executable mapping of a module, as proc_modules_lookup finds it. */
+struct proc_module_span {
+	uint64_t start, end;
+	uint32_t mod;		/* module id */
+};
+
+/* The file identity of m, a module of a table made by proc_modules_update. */
+void proc_module_ident(const struct proc_module *m, struct proc_module_ident *out);
+
+/*
+ * Adds m (its id must be proc_modules_count + 1) to t (made by
+ * proc_modules_create, never updated), taking its strings, fd and file,
+ * which m must not keep.  Returns 0 or -errno (then m still owns them).
+ */
+int proc_modules_add_copy(struct proc_modules *t, const struct proc_module *m,
+			  const struct proc_module_ident *ident);
+
+/* t's lookup index, copied into a malloc'd array (*n spans, sorted).
+ * Returns 0 or -ENOMEM. */
+int proc_modules_spans(const struct proc_modules *t, struct proc_module_span **out, size_t *n);
+
+/* Replaces t's lookup index with v (sorted by start, modules of t).
+ * Returns 0, -EINVAL (a span names no module of t) or -ENOMEM. */
+int proc_modules_set_spans(struct proc_modules *t, const struct proc_module_span *v, size_t n);
+
 #endif

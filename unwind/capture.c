@@ -10,6 +10,7 @@
 
 #include "lib/clock.h"
 #include "unwind/capture.h"
+#include "unwind/remote_client.h"
 #include "unwind/tracer.h"
 
 /* Rounds of "did a blocked thread run meanwhile?" before giving up on it. */
@@ -28,7 +29,8 @@ struct cap_ctx {
 	const struct capture_opts *o;
 	struct cap_priv *p;
 	struct tracer *t;
-	struct remote_unwinder *u;
+	struct remote_unwinder *u;	/* walks here, or */
+	struct remote_client *rc;	/* ... in the confined parser */
 	struct procfs_fdcache fds;
 	size_t frames_cap;		/* room in each thread's frames */
 	struct py_stacks pys;		/* Python frames, read while nothing runs */
@@ -166,9 +168,50 @@ static int list_threads(struct cap_ctx *x)
 	return ret < 0 ? ret : 0;
 }
 
-static void unwind_one(struct cap_ctx *x, struct capture_thread *ct)
+/* Unwinds the threads captured as how: in the parser, in one call for
+ * them all (as few as the shared area allows), or here. */
+static int unwind_captured(struct cap_ctx *x, enum capture_how how)
 {
-	ct->n_frames = remote_unwind(x->u, &ct->snap, ct->frames, x->o->max_frames, &ct->end);
+	struct capture *c = x->c;
+	const struct snap **snaps = NULL;
+	struct remote_walk *walks = NULL;
+	size_t i, n = 0;
+	int ret = 0;
+
+	if (!x->rc) {
+		for (i = 0; i < c->n; i++) {
+			struct capture_thread *ct = &c->threads[i];
+
+			if (ct->how == how)
+				ct->n_frames = remote_unwind(x->u, &ct->snap, ct->frames,
+							     x->o->max_frames, &ct->end);
+		}
+		return 0;
+	}
+	snaps = calloc(c->n ? c->n : 1, sizeof(*snaps));
+	walks = calloc(c->n ? c->n : 1, sizeof(*walks));
+	if (!snaps || !walks) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < c->n; i++) {
+		if (c->threads[i].how != how)
+			continue;
+		snaps[n] = &c->threads[i].snap;
+		walks[n++].frames = c->threads[i].frames;
+	}
+	if (n)
+		ret = remote_client_unwind(x->rc, snaps, walks, n, x->o->max_frames);
+	for (i = 0, n = 0; !ret && i < c->n; i++) {
+		if (c->threads[i].how != how)
+			continue;
+		c->threads[i].n_frames = walks[n].n_frames;
+		c->threads[i].end = walks[n++].end;
+	}
+out:
+	free(snaps);
+	free(walks);
+	return ret;
 }
 
 /* Phase one, nothing stopped: facts from /proc, and the stacks of the
@@ -204,10 +247,16 @@ static void read_blocked(struct cap_ctx *x)
 			continue;
 		}
 		ct->how = CAPTURE_BLOCKED;
-		unwind_one(x, ct);
-		if (ct->end == REMOTE_END_NEED_REGS) {
+	}
+	/* A walk that needed more than SP and PC: stopped instead. */
+	if (unwind_captured(x, CAPTURE_BLOCKED) < 0)
+		return;
+	for (i = 0; i < x->c->n; i++) {
+		struct capture_thread *ct = &x->c->threads[i];
+
+		if (ct->how == CAPTURE_BLOCKED && ct->end == REMOTE_END_NEED_REGS) {
 			ct->how = CAPTURE_NONE;
-			p->want_stop = true;
+			x->p[i].want_stop = true;
 		}
 	}
 }
@@ -377,7 +426,8 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 	ret = proc_modules_update(c->mods, &c->maps);
 	if (ret < 0)
 		goto out;
-	ret = remote_create(&x.u, pid, c->mods, &c->maps);
+	ret = o->helper ? remote_client_create(&x.rc, o->helper, c->mods, &c->maps) :
+			  remote_create(&x.u, pid, c->mods, &c->maps);
 	if (ret < 0)
 		goto out;
 	c->py_err = o->python ? py_proc_open(&c->py, pid, c->mods, c->py_why, sizeof(c->py_why)) :
@@ -388,12 +438,12 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 		goto out;
 	c->stopped_ns = ts.stop_ns_total;
 	/* The stopped threads run again already; unwind their copies now. */
-	for (i = 0; i < c->n; i++) {
-		if (c->threads[i].how == CAPTURE_STOPPED)
-			unwind_one(&x, &c->threads[i]);
-		else if (c->threads[i].how == CAPTURE_NONE && !c->threads[i].err)
+	ret = unwind_captured(&x, CAPTURE_STOPPED);
+	if (ret < 0)
+		goto out;
+	for (i = 0; i < c->n; i++)
+		if (c->threads[i].how == CAPTURE_NONE && !c->threads[i].err)
 			c->threads[i].err = -ESRCH;
-	}
 	c->n_blocked = 0;
 	for (i = 0; i < c->n; i++)
 		c->n_blocked += c->threads[i].how == CAPTURE_BLOCKED;
@@ -403,6 +453,16 @@ out:
 	py_stacks_free(&x.pys);
 	c->wall_ns = cprof_now_ns() - start;
 	remote_destroy(x.u);
+	if (x.rc) {
+		const struct remote_client_error *errs = remote_client_errors(x.rc, &i);
+
+		c->parser_errors = i ? malloc(i * sizeof(*errs)) : NULL;
+		if (c->parser_errors) {
+			memcpy(c->parser_errors, errs, i * sizeof(*errs));
+			c->n_parser_errors = i;
+		}
+	}
+	remote_client_destroy(x.rc);
 	if (x.p) {
 		for (i = 0; i < c->n; i++)
 			procfs_task_close(&x.fds, &x.p[i].task);
@@ -420,6 +480,7 @@ void capture_free(struct capture *c)
 		free(c->threads[i].frames);
 	}
 	free(c->threads);
+	free(c->parser_errors);
 	proc_maps_free(&c->maps);
 	py_proc_close(c->py);
 	if (c->mods)

@@ -20,8 +20,10 @@
 #include "process/maps.h"
 #include "process/modules.h"
 #include "process/procfs.h"
+#include "confine/confine.h"
 #include "python/python.h"
 #include "unwind/remote.h"
+#include "unwind/remote_client.h"
 #include "unwind/snapshot.h"
 
 enum capture_how {
@@ -50,6 +52,9 @@ struct capture_opts {
 	const pid_t *only;	/* capture only these tids (NULL: all) */
 	size_t n_only;
 	bool python;		/* splice CPython's frames in, when it runs there */
+	/* The confined parser the stacks are walked in (unwind/remote_client.h);
+	 * NULL: in this process. */
+	struct conf_helper *helper;
 };
 
 struct capture {
@@ -72,6 +77,10 @@ struct capture {
 	char py_why[160];
 	size_t n_py_threads;	/* threads that got Python frames */
 	uint64_t py_read_ns;	/* reading the frame chains, in the freeze (the last read) */
+	/* Modules the parser failed on walking (opts.helper; it did not die):
+	 * malloc'd, n_parser_errors of them. */
+	struct remote_client_error *parser_errors;
+	size_t n_parser_errors;
 };
 
 /*

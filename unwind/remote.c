@@ -542,6 +542,7 @@ const char *remote_end_key(enum remote_end e)
 	case REMOTE_END_NEED_REGS: return "need_regs";
 	case REMOTE_END_BAD_FRAME: return "bad_frame";
 	case REMOTE_END_GO_SWITCH: return "go_switch";
+	case REMOTE_END_PARSER: return "parser";
 	case REMOTE_END_ERROR: break;
 	}
 	return "error";
@@ -558,6 +559,7 @@ const char *remote_end_str(enum remote_end e)
 	case REMOTE_END_NEED_REGS: return "registers unknown without a stop";
 	case REMOTE_END_BAD_FRAME: return "bad frame";
 	case REMOTE_END_GO_SWITCH: return "Go stack switch (g0)";
+	case REMOTE_END_PARSER: return "the parser could not walk it";
 	case REMOTE_END_ERROR: break;
 	}
 	return "unwinder error";

@@ -35,6 +35,7 @@ enum remote_end {
 	REMOTE_END_NEED_REGS,	/* a register the snapshot lacks (regs_partial) was needed */
 	REMOTE_END_BAD_FRAME,	/* a frame's unwind rules gave an impossible caller */
 	REMOTE_END_GO_SWITCH,	/* reached a Go switch to the g0 stack (mcall, systemstack...) */
+	REMOTE_END_PARSER,	/* the confined parser died or failed walking it: leaf only */
 	REMOTE_END_ERROR,	/* libunwind reported another error */
 };
 
@@ -43,7 +44,9 @@ struct remote_unwinder;
 /*
  * An unwinder for process pid.  mods and maps are the sampler's, kept up to
  * date by it and read (never changed) here; they must outlive the unwinder.
- * Returns 0 or -errno.
+ * pid 0: the target's memory is never read (the confined parser's
+ * unwinder): a walk that needs it (code no file holds, a parked
+ * goroutine's stack) ends there.  Returns 0 or -errno.
  */
 int remote_create(struct remote_unwinder **out, pid_t pid, const struct proc_modules *mods,
 		  const struct proc_maps *maps);

@@ -40,7 +40,7 @@ static int fill_page(struct remote_unwinder *u, const struct proc_map *m, uint64
 		u->pages_file++;
 		return 0;
 	}
-	if (r != -ENODATA || proc_mem_read_all(u->pid, page, data, PAGE_SIZE_) < 0)
+	if (r != -ENODATA || u->pid <= 0 || proc_mem_read_all(u->pid, page, data, PAGE_SIZE_) < 0)
 		return -EFAULT;
 	u->pages_memory++;
 	return 0;
@@ -87,8 +87,12 @@ static int read_cached(struct remote_unwinder *u, const struct proc_map *m, uint
 	return 0;
 }
 
+/* The target's memory, never read by an unwinder without a pid (the
+ * confined parser's: it has the copies and the files, nothing else). */
 static int read_live(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
 {
+	if (u->pid <= 0)
+		return -EFAULT;
 	return proc_mem_read_all(u->pid, addr, dst, len) == 0 ? 0 : -EFAULT;
 }
 

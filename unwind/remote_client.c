@@ -1,0 +1,408 @@
+/* SPDX-License-Identifier: MIT */
+/* The privileged side of the stack walk in the parser: modules and maps sent once, snapshots in batches. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "elf/objfile.h"
+#include "lib/grow.h"
+#include "unwind/remote_client.h"
+#include "unwind/remote_wire.h"
+
+struct remote_client {
+	struct conf_helper *h;
+	const struct proc_modules *mods;
+	const struct proc_maps *maps;
+	uint32_t id;
+	uint64_t parser_gen;	/* the helper generation what is below was sent to */
+	size_t sent_mods;	/* modules 1..sent_mods are the parser's */
+	uint64_t space_gen;	/* moves on with every flush */
+	uint64_t space_sent;	/* the one the parser has; 0 none */
+	char *req, *answer;	/* CONF_MSG_MAX each */
+	uint64_t pages_file, pages_memory;
+	struct remote_client_error *errs;
+	size_t n_errs, cap_errs;
+};
+
+int remote_client_create(struct remote_client **out, struct conf_helper *h,
+			 const struct proc_modules *mods, const struct proc_maps *maps)
+{
+	static atomic_uint next_id;
+	struct remote_client *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	c->req = malloc(CONF_MSG_MAX);
+	c->answer = malloc(CONF_MSG_MAX);
+	if (!c->req || !c->answer) {
+		free(c->req);
+		free(c->answer);
+		free(c);
+		return -ENOMEM;
+	}
+	c->h = h;
+	c->mods = mods;
+	c->maps = maps;
+	c->id = atomic_fetch_add(&next_id, 1) + 1;
+	c->space_gen = 1;
+	*out = c;
+	return 0;
+}
+
+void remote_client_destroy(struct remote_client *c)
+{
+	struct remote_wire_space q;
+	struct conf_status cs;
+	size_t alen;
+
+	if (!c)
+		return;
+	/* only to the parser that has the walker: never a restart for this */
+	cs = conf_status(c->h);
+	if (c->sent_mods && c->parser_gen == cs.generation && cs.pid >= 0) {
+		q = (struct remote_wire_space){ .ctx = c->id };
+		conf_call(c->h, REMOTE_REQ_CLOSE, &q, sizeof(q), NULL, 0, c->answer, 16, &alen,
+			  NULL, NULL);
+	}
+	free(c->req);
+	free(c->answer);
+	free(c->errs);
+	free(c);
+}
+
+const struct remote_client_error *remote_client_errors(const struct remote_client *c, size_t *n)
+{
+	*n = c->n_errs;
+	return c->errs;
+}
+
+/* Keeps err (an answer, not a death) against module id, once a module. */
+static void note_error(struct remote_client *c, uint32_t id, int err)
+{
+	size_t i;
+
+	if (!id || err == -EPIPE || err == -ECHILD || err == -ESTALE || err == -ENOMEM)
+		return;
+	for (i = 0; i < c->n_errs; i++)
+		if (c->errs[i].module == id)
+			return;
+	if (cprof_grow(&c->errs, &c->cap_errs, c->n_errs + 1, sizeof(*c->errs), 4) == 0)
+		c->errs[c->n_errs++] = (struct remote_client_error){ id, err };
+}
+
+void remote_client_flush(struct remote_client *c)
+{
+	c->space_gen++;
+}
+
+void remote_client_take_pages(struct remote_client *c, uint64_t *from_file, uint64_t *from_memory)
+{
+	*from_file = c->pages_file;
+	*from_memory = c->pages_memory;
+	c->pages_file = c->pages_memory = 0;
+}
+
+static int put(struct remote_client *c, size_t *off, const void *p, size_t n)
+{
+	if (n > CONF_MSG_MAX || *off > CONF_MSG_MAX - n)
+		return -EMSGSIZE;
+	memcpy(c->req + *off, p, n);
+	*off += n;
+	return 0;
+}
+
+static int put_str(struct remote_client *c, size_t *off, const char *s)
+{
+	uint32_t n = s ? (uint32_t)strnlen(s, REMOTE_WIRE_PATH_MAX) : UINT32_MAX;
+	int r = put(c, off, &n, 4);
+
+	return r < 0 || !s ? r : put(c, off, s, n);
+}
+
+static const char *id_of(const struct proc_module *m)
+{
+	return m && m->build_id ? m->build_id : "none";
+}
+
+/* Sends module m (its file, its debug file, unless with_files is false).
+ * Returns 0 or -errno. */
+static int send_module(struct remote_client *c, const struct proc_module *m, bool with_files)
+{
+	struct proc_module_ident ident;
+	struct remote_wire_module w;
+	int fds[2], nfds = 0, debug_fd = -1, r;
+	size_t off = sizeof(w), alen;
+
+	proc_module_ident(m, &ident);
+	w = (struct remote_wire_module){
+		.ctx = c->id, .id = m->id, .dev_major = ident.dev_major,
+		.dev_minor = ident.dev_minor, .inode = ident.inode, .base = m->base,
+		.bias = m->bias, .text_start = m->text_start, .text_end = m->text_end,
+		.text_offset = m->text_offset, .eh_frame_hdr = m->eh_frame_hdr,
+		.eh_frame_hdr_len = m->eh_frame_hdr_len, .rw_start = m->rw_start,
+		.rw_end = m->rw_end,
+		.flags = (m->fd_exact ? REMOTE_WIRE_FD_EXACT : 0) |
+			 (m->is_vdso ? REMOTE_WIRE_IS_VDSO : 0) |
+			 (m->is_main ? REMOTE_WIRE_IS_MAIN : 0) |
+			 (m->mapped ? REMOTE_WIRE_MAPPED : 0) |
+			 (m->deleted ? REMOTE_WIRE_DELETED : 0),
+	};
+	if (m->fd >= 0 && with_files) {
+		fds[nfds++] = m->fd;
+		w.flags |= REMOTE_WIRE_HAS_FD;
+		/* thread roots of libc live in its debug file: opened here */
+		debug_fd = objfile_open_debug_fd(m->build_id);
+		if (debug_fd >= 0) {
+			fds[nfds++] = debug_fd;
+			w.flags |= REMOTE_WIRE_HAS_DEBUG;
+		}
+	}
+	memcpy(c->req, &w, sizeof(w));
+	r = put_str(c, &off, m->path);
+	if (!r)
+		r = put_str(c, &off, m->build_id);
+	if (!r)
+		r = conf_call(c->h, REMOTE_REQ_MODULE, c->req, off, fds, (size_t)nfds, c->answer,
+			      16, &alen, m->path, id_of(m));
+	if (debug_fd >= 0)
+		close(debug_fd);
+	return r < 0 ? r : 0;
+}
+
+/* Sends the maps and the modules' spans.  Returns 0 or -errno. */
+static int send_space(struct remote_client *c)
+{
+	struct remote_wire_space w = { .ctx = c->id, .n_maps = (uint32_t)c->maps->n,
+				       .n_mods = (uint32_t)c->sent_mods, .gen = c->space_gen };
+	struct proc_module_span *spans;
+	size_t off = sizeof(w), n_spans, i, alen;
+	int r;
+
+	r = proc_modules_spans(c->mods, &spans, &n_spans);
+	if (r < 0)
+		return r;
+	w.n_spans = (uint32_t)n_spans;
+	memcpy(c->req, &w, sizeof(w));
+	for (i = 0; i < c->maps->n && !r; i++) {
+		const struct proc_map *m = &c->maps->v[i];
+		size_t plen = strnlen(m->path ? m->path : "", REMOTE_WIRE_PATH_MAX);
+		struct remote_wire_map wm = {
+			.start = m->start, .end = m->end, .offset = m->offset, .inode = m->inode,
+			.dev_major = m->dev_major, .dev_minor = m->dev_minor, .perms = m->perms,
+			.deleted = m->deleted, .path_len = (uint32_t)plen,
+		};
+		static const char zeros[8];
+
+		r = put(c, &off, &wm, sizeof(wm));
+		if (!r && plen)
+			r = put(c, &off, m->path, plen);
+		if (!r)
+			r = put(c, &off, zeros, remote_wire_pad8(plen) - plen);
+	}
+	if (!r)
+		r = put(c, &off, spans, n_spans * sizeof(*spans));
+	free(spans);
+	if (!r)
+		r = conf_call(c->h, REMOTE_REQ_SPACE, c->req, off, NULL, 0, c->answer, 16, &alen,
+			      NULL, NULL);
+	return r < 0 ? r : 0;
+}
+
+/* Brings the parser in line: modules not sent yet, the maps when they
+ * changed.  Returns 0 or -errno. */
+static int sync_parser(struct remote_client *c)
+{
+	uint64_t gen = conf_status(c->h).generation;
+	const struct proc_module *m;
+	int r;
+
+	if (gen != c->parser_gen) {
+		/* a new parser: it has nothing of this walker */
+		c->parser_gen = gen;
+		c->sent_mods = 0;
+		c->space_sent = 0;
+	}
+	while (c->sent_mods < proc_modules_count(c->mods)) {
+		m = proc_modules_get(c->mods, (uint32_t)c->sent_mods + 1);
+		if (!m)
+			return -EPROTO;
+		r = send_module(c, m, true);
+		if (r < 0 && r != -EPIPE && r != -ECHILD && r != -ESTALE) {
+			/* failed on its files, alive: the module without them */
+			note_error(c, m->id, r);
+			r = send_module(c, m, false);
+		}
+		if (r < 0)
+			return r;
+		c->sent_mods++;
+		c->space_sent = 0;	/* the spans may name it now */
+	}
+	if (c->space_sent == c->space_gen)
+		return 0;
+	r = send_space(c);
+	if (r < 0)
+		return r;
+	c->space_sent = c->space_gen;
+	return 0;
+}
+
+static size_t snap_wire_size(const struct snap *s)
+{
+	return sizeof(struct remote_wire_snap) + remote_wire_pad8(s->stack_len) +
+	       remote_wire_pad8(s->stack2_len) + s->n_user * sizeof(uint64_t);
+}
+
+static int put_snap(struct remote_client *c, size_t *off, const struct snap *s)
+{
+	static const char zeros[8];
+	struct remote_wire_snap w = {
+		.regs = s->regs, .stack_start = s->stack_start, .stack_len = s->stack_len,
+		.stack2_start = s->stack2_start, .stack2_len = s->stack2_len,
+		.flags = (s->regs_partial ? REMOTE_WIRE_REGS_PARTIAL : 0) |
+			 (s->unstopped ? REMOTE_WIRE_UNSTOPPED : 0),
+		.n_user = (uint32_t)s->n_user,
+	};
+	int r = put(c, off, &w, sizeof(w));
+
+	if (!r)
+		r = put(c, off, s->stack, s->stack_len);
+	if (!r)
+		r = put(c, off, zeros, remote_wire_pad8(s->stack_len) - s->stack_len);
+	if (!r && s->stack2_len)
+		r = put(c, off, s->stack2, s->stack2_len);
+	if (!r)
+		r = put(c, off, zeros, remote_wire_pad8(s->stack2_len) - s->stack2_len);
+	if (!r)
+		r = put(c, off, s->user, s->n_user * sizeof(uint64_t));
+	return r;
+}
+
+/* What a snapshot the parser could not walk keeps: its leaf, its module. */
+static void leaf_only(struct remote_client *c, const struct snap *s, struct remote_walk *o,
+		      size_t max_frames)
+{
+	const struct proc_module *m = proc_modules_lookup(c->mods, snap_pc(s));
+
+	o->n_frames = 0;
+	o->end = REMOTE_END_PARSER;
+	o->stack_used = 0;
+	o->ran_off = o->reused = false;
+	if (!max_frames)
+		return;
+	o->frames[o->n_frames++] = (struct prof_frame){ .addr = snap_pc(s), .module = m ? m->id : 0,
+							.flags = PROF_FRAME_EXACT };
+	if (o->n_frames < max_frames)
+		o->frames[o->n_frames++] = (struct prof_frame){ .flags = PROF_FRAME_TRUNCATED };
+}
+
+/* The parser's answer for n snapshots into out.  Returns 0 or -EPROTO. */
+static int read_answer(struct remote_client *c, size_t alen, struct remote_walk *out, size_t n,
+		       size_t max_frames)
+{
+	struct remote_wire_walked h;
+	struct remote_wire_result res;
+	size_t off = sizeof(h), i;
+
+	if (alen < sizeof(h))
+		return -EPROTO;
+	memcpy(&h, c->answer, sizeof(h));
+	if (h.n != n)
+		return -EPROTO;
+	for (i = 0; i < n; i++) {
+		if (alen - off < sizeof(res))
+			return -EPROTO;
+		memcpy(&res, c->answer + off, sizeof(res));
+		off += sizeof(res);
+		if (res.n_frames > max_frames || res.end > REMOTE_END_ERROR ||
+		    (alen - off) / sizeof(struct prof_frame) < res.n_frames)
+			return -EPROTO;
+		memcpy(out[i].frames, c->answer + off, res.n_frames * sizeof(struct prof_frame));
+		off += res.n_frames * sizeof(struct prof_frame);
+		out[i].n_frames = res.n_frames;
+		out[i].end = (enum remote_end)res.end;
+		out[i].stack_used = (size_t)res.stack_used;
+		out[i].ran_off = res.ran_off != 0;
+		out[i].reused = res.reused != 0;
+	}
+	c->pages_file += h.pages_file;
+	c->pages_memory += h.pages_memory;
+	return 0;
+}
+
+/* Walks snaps[0..n), which fit one request and one answer. */
+static int walk_batch(struct remote_client *c, const struct snap *const *snaps,
+		      struct remote_walk *out, size_t n, size_t max_frames)
+{
+	const struct proc_module *m = proc_modules_lookup(c->mods, snap_pc(snaps[0]));
+	struct remote_wire_walk w;
+	size_t off, alen, i;
+	int r = 0, tries;
+
+	for (tries = 0; tries < 2; tries++) {
+		r = sync_parser(c);
+		if (r == -ESTALE) {
+			c->parser_gen = 0;
+			continue;
+		}
+		if (r < 0)
+			break;
+		w = (struct remote_wire_walk){ .ctx = c->id, .n = (uint32_t)n,
+					       .max_frames = (uint32_t)max_frames,
+					       .gen = c->space_gen };
+		memcpy(c->req, &w, sizeof(w));
+		off = sizeof(w);
+		for (i = 0; i < n && !r; i++)
+			r = put_snap(c, &off, snaps[i]);
+		if (r < 0)
+			break;
+		/* named after the leaf's module: where a walk starts parsing */
+		r = conf_call(c->h, REMOTE_REQ_WALK, c->req, off, NULL, 0, c->answer, CONF_MSG_MAX,
+			      &alen, m ? m->path : "the stacks", m ? id_of(m) : NULL);
+		if (r >= 0)
+			r = read_answer(c, alen, out, n, max_frames);
+		if (r < 0)
+			note_error(c, m ? m->id : 0, r);
+		/* -ESTALE: a new parser (the last one died idle) lacks the walker */
+		if (r != -ESTALE)
+			break;
+		c->parser_gen = 0;
+	}
+	if (r < 0)
+		for (i = 0; i < n; i++)
+			leaf_only(c, snaps[i], &out[i], max_frames);
+	return 0;
+}
+
+int remote_client_unwind(struct remote_client *c, const struct snap *const *snaps,
+			 struct remote_walk *out, size_t n, size_t max_frames)
+{
+	size_t answer_one = sizeof(struct remote_wire_result) +
+			    max_frames * sizeof(struct prof_frame);
+	size_t i = 0, k, req, ans;
+
+	while (i < n) {
+		req = sizeof(struct remote_wire_walk);
+		ans = sizeof(struct remote_wire_walked);
+		for (k = i; k < n; k++) {
+			size_t one = snap_wire_size(snaps[k]);
+
+			if (req + one > CONF_MSG_MAX || ans + answer_one > CONF_MSG_MAX)
+				break;
+			req += one;
+			ans += answer_one;
+		}
+		if (k == i) {
+			/* one snapshot larger than a request: not walked */
+			leaf_only(c, snaps[i], &out[i], max_frames);
+			i++;
+			continue;
+		}
+		walk_batch(c, snaps + i, out + i, k - i, max_frames);
+		i = k;
+	}
+	return 0;
+}
