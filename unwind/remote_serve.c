@@ -5,7 +5,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/futex.h>
 
 #include "elf/objfile.h"
 #include "lib/grow.h"
@@ -307,6 +311,26 @@ static int take_snap(struct walker *k, const void *req, size_t len, size_t *off)
 	return 0;
 }
 
+/* What CPROF_TEST_HELPER_WALK (tests only) makes a parser do at its first
+ * walk, after the modules it walks with were sent: "1" a system call the
+ * filter forbids, as a parser taken over by a hostile unwind table would;
+ * "hang" sleep on a futex nobody wakes, for a test to kill it mid-walk. */
+static void test_walk_trigger(void)
+{
+	static bool done;
+	static int never;
+	const char *test;
+
+	if (done)
+		return;
+	done = true;
+	test = getenv("CPROF_TEST_HELPER_WALK");
+	if (test && strcmp(test, "1") == 0)
+		syscall(SYS_ptrace, PTRACE_TRACEME, 0, NULL, NULL);
+	while (test && strcmp(test, "hang") == 0)
+		syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+}
+
 static int serve_walk(struct walkers *s, const void *req, size_t len, void *resp, size_t cap,
 		      size_t *resp_len)
 {
@@ -326,6 +350,7 @@ static int serve_walk(struct walkers *s, const void *req, size_t len, void *resp
 		return -ESTALE;
 	if (!w.max_frames || w.max_frames > 65536)
 		return -EPROTO;
+	test_walk_trigger();
 	for (i = 0; i < w.n; i++) {
 		r = take_snap(k, req, len, &off);
 		if (r < 0)
