@@ -430,6 +430,11 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 			  remote_create(&x.u, pid, c->mods, &c->maps);
 	if (ret < 0)
 		goto out;
+	/* the modules and maps go to the parser before anything is read:
+	 * between the read of the blocked threads and the stop of the running
+	 * ones, only the walk itself */
+	if (x.rc)
+		remote_client_sync(x.rc);
 	c->py_err = o->python ? py_proc_open(&c->py, pid, c->mods, c->py_why, sizeof(c->py_why)) :
 				-ENOENT;
 

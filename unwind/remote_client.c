@@ -250,6 +250,17 @@ static int sync_parser(struct remote_client *c)
 	return 0;
 }
 
+int remote_client_sync(struct remote_client *c)
+{
+	int r = sync_parser(c);
+
+	if (r == -ESTALE) {
+		c->parser_gen = 0;
+		r = sync_parser(c);
+	}
+	return r;
+}
+
 static size_t snap_wire_size(const struct snap *s)
 {
 	return sizeof(struct remote_wire_snap) + remote_wire_pad8(s->stack_len) +

@@ -40,6 +40,14 @@ int remote_client_create(struct remote_client **out, struct conf_helper *h,
 /* Ends the walker (in the parser too).  NULL is fine. */
 void remote_client_destroy(struct remote_client *c);
 
+/*
+ * Sends what the parser lacks (modules, maps) now rather than at the next
+ * walk, so that the walk is one call when it counts (a capture's blocked
+ * threads, read before the running ones are stopped).  Returns 0 or -errno
+ * (the next walk tries again).
+ */
+int remote_client_sync(struct remote_client *c);
+
 /* mods or maps changed: sent again before the next walk (as remote_flush). */
 void remote_client_flush(struct remote_client *c);
 
