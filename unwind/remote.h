@@ -56,6 +56,14 @@ void remote_destroy(struct remote_unwinder *u);
 void remote_flush(struct remote_unwinder *u);
 
 /*
+ * Reads now what a walk would read of module id the first time (its
+ * .eh_frame_hdr search table's header, its thread roots), so that the
+ * first walks do not (dump-threads: before the threads are read).
+ * Returns 0, or -ENOENT when id is no mapped module.
+ */
+int remote_warm(struct remote_unwinder *u, uint32_t id);
+
+/*
  * Unwinds s into frames (leaf first, each tagged with its module), at most
  * max.  *end says why the walk ended; a walk that reached no root (and did
  * not end for NEED_REGS) ends with a PROF_FRAME_TRUNCATED frame.  Returns

@@ -231,6 +231,17 @@ enum roots_kind remote_root_kind(struct remote_unwinder *u, uint64_t pc, bool ex
 	return roots_at(d->roots, exact ? pc : pc - 1);
 }
 
+int remote_warm(struct remote_unwinder *u, uint32_t id)
+{
+	const struct proc_module *m = proc_modules_get(u->mods, id);
+
+	if (!m || proc_modules_lookup(u->mods, m->text_start) != m)
+		return -ENOENT;
+	probe_eh(u, m);
+	remote_root_kind(u, m->text_start, true);
+	return 0;
+}
+
 static int find_proc_info(struct remote_unwinder *u, unw_addr_space_t as, unw_word_t ip,
 			  unw_proc_info_t *pi, int need_unwind_info)
 {

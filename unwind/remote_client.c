@@ -252,13 +252,28 @@ static int sync_parser(struct remote_client *c)
 
 int remote_client_sync(struct remote_client *c)
 {
-	int r = sync_parser(c);
+	const struct proc_module *m;
+	struct remote_wire_space q;
+	size_t i, alen;
+	int r;
 
+	r = sync_parser(c);
 	if (r == -ESTALE) {
 		c->parser_gen = 0;
 		r = sync_parser(c);
 	}
-	return r;
+	/* one call a module, so that a death names the module it died on */
+	for (i = 1; !r && i <= c->sent_mods; i++) {
+		m = proc_modules_get(c->mods, (uint32_t)i);
+		if (!m || m->fd < 0 || proc_modules_lookup(c->mods, m->text_start) != m)
+			continue;
+		q = (struct remote_wire_space){ .ctx = c->id, .n_mods = (uint32_t)i };
+		r = conf_call(c->h, REMOTE_REQ_WARM, &q, sizeof(q), NULL, 0, c->answer, 16, &alen,
+			      m->path, id_of(m));
+		if (r < 0)
+			note_error(c, m->id, r);
+	}
+	return r < 0 ? r : 0;
 }
 
 static size_t snap_wire_size(const struct snap *s)

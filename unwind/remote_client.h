@@ -42,9 +42,10 @@ void remote_client_destroy(struct remote_client *c);
 
 /*
  * Sends what the parser lacks (modules, maps) now rather than at the next
- * walk, so that the walk is one call when it counts (a capture's blocked
- * threads, read before the running ones are stopped).  Returns 0 or -errno
- * (the next walk tries again).
+ * walk, and has it read the modules' unwind tables and thread roots
+ * (remote_warm), so that the walk is one call, and a warm one, when it
+ * counts (a capture's blocked threads, read before the running ones are
+ * stopped).  Returns 0 or -errno (the next walk tries again).
  */
 int remote_client_sync(struct remote_client *c);
 

@@ -376,7 +376,7 @@ static int serve_walk(struct walkers *s, const void *req, size_t len, void *resp
 
 bool remote_serves(uint32_t type)
 {
-	return type >= REMOTE_REQ_MODULE && type <= REMOTE_REQ_CLOSE;
+	return type >= REMOTE_REQ_MODULE && type <= REMOTE_REQ_WARM;
 }
 
 int remote_serve(void **state, uint32_t type, const void *req, size_t len, int *fds,
@@ -399,7 +399,13 @@ int remote_serve(void **state, uint32_t type, const void *req, size_t len, int *
 		r = serve_space(s, req, len);
 	else if (type == REMOTE_REQ_WALK)
 		r = serve_walk(s, req, len, resp, cap, resp_len);
-	else if (type == REMOTE_REQ_CLOSE && len >= sizeof(q)) {
+	else if (type == REMOTE_REQ_WARM && len >= sizeof(q)) {
+		struct walker *k;
+
+		memcpy(&q, req, sizeof(q));
+		k = find_walker(s, q.ctx, false);
+		r = k && k->gen ? remote_warm(k->u, q.n_mods) : -ESTALE;
+	} else if (type == REMOTE_REQ_CLOSE && len >= sizeof(q)) {
 		memcpy(&q, req, sizeof(q));
 		i = walker_index(s, q.ctx);
 		if (i < s->n) {

@@ -20,6 +20,8 @@ enum remote_req {
 	REMOTE_REQ_SPACE,	/* remote_wire_space + maps (each with its path) + spans */
 	REMOTE_REQ_WALK,	/* remote_wire_walk + snapshots -> remote_wire_walked + results */
 	REMOTE_REQ_CLOSE,	/* remote_wire_space (ctx only): the walker is done */
+	REMOTE_REQ_WARM,	/* remote_wire_space (ctx, and the module id in n_mods):
+				 * read its tables now (remote_warm) */
 };
 
 /* Most bytes of a path on the wire. */
