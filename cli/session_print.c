@@ -552,6 +552,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"total\": %llu}, \"stopped_fraction\": {\"max\": %.6f, \"mean\": %.6f}, "
 	       "\"cprof_cpu_ns\": %llu, \"unwind\": {%s}, \"stack_copies\": {\"full\": %llu, "
 	       "\"short\": %llu, \"short_ran_out\": %llu}, \"unwinds_reused\": %llu, "
+	       "\"unwinds_kernel_chain\": %llu, "
 	       "\"unwind_pages\": {\"file\": %llu, \"memory\": %llu}, "
 	       "\"spins\": {\"polled\": %llu, \"paid\": %llu}, \"signals_reinjected\": %llu, "
 	       "\"signal_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, \"total\": %llu}, "
@@ -576,6 +577,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       t->stopped_fraction_max, mean_fraction(t), (unsigned long long)st->cprof_cpu_ns,
 	       ends, (unsigned long long)st->copies_full, (unsigned long long)st->copies_short,
 	       (unsigned long long)st->copies_short_ran_out, (unsigned long long)st->unwinds_reused,
+	       (unsigned long long)st->unwinds_kernel_chain,
 	       (unsigned long long)st->pages_file, (unsigned long long)st->pages_memory,
 	       (unsigned long long)t->spins, (unsigned long long)t->spins_paid,
 	       (unsigned long long)t->signals_reinjected,

@@ -19,6 +19,12 @@
  * A frame without a frame record of its own (a frameless Go leaf, or code
  * caught in its prologue) when the signal came is the one case where the
  * kernel's walk skips a caller: its %rbp is still its caller's record.
+ *
+ * Most Go samples need no walk of the copy at all (go_chain_take): the
+ * kernel's walk is the stack, once its start is checked against the
+ * copy's first frame or two, and it reaches a root through Go frames
+ * alone.  Walking a Go copy with its CFI was most of cprof's time per
+ * sample on a Go program (doc/cost.md).
  */
 #include "config.h"
 
@@ -92,5 +98,127 @@ size_t go_chain_splice(struct remote_unwinder *u, const struct snap *s,
 		if (kind == ROOTS_SWITCH || kind == ROOTS_CGO_SWITCH)
 			return n;	/* g0 frames below: not the goroutine's */
 	}
+	return n;
+}
+
+/* Whether the frame at pc (a return address unless exact) is in a Go
+ * module, and no stack switch, cgo call, vdso call or signal return that
+ * a frame-pointer walk could not follow as Go's traceback does; *root
+ * says whether a goroutine's or thread's root. */
+static bool plain_go_frame(struct remote_unwinder *u, uint64_t pc, bool exact, bool *root)
+{
+	const struct proc_module *m = proc_modules_lookup(u->mods, pc);
+	enum roots_kind kind;
+
+	if (!m || !m->go_build_id || remote_is_restorer(u, pc))
+		return false;
+	kind = remote_root_kind(u, pc, exact);
+	*root = kind == ROOTS_THREAD;
+	return kind == ROOTS_NONE || kind == ROOTS_THREAD;
+}
+
+/* Frame f as the walk would put it (its module known: plain_go_frame). */
+static struct prof_frame go_frame(struct remote_unwinder *u, uint64_t pc, bool exact)
+{
+	return (struct prof_frame){ .addr = pc, .module = proc_modules_lookup(u->mods, pc)->id,
+				    .flags = exact ? PROF_FRAME_EXACT : 0 };
+}
+
+/* The kernel's walk from its second frame on after the k frames of the
+ * CFI in frames.  Returns the count, or 0 when it does not reach a root
+ * through plain Go frames. */
+static size_t kernel_rest(struct remote_unwinder *u, const struct snap *s,
+			  struct prof_frame *frames, size_t k, size_t max)
+{
+	size_t i;
+	bool root;
+
+	for (i = 1; i < s->n_user && k < max; i++) {
+		if (!plain_go_frame(u, s->user[i], false, &root))
+			return 0;
+		frames[k++] = go_frame(u, s->user[i], false);
+		if (root)
+			return k;
+	}
+	return 0;
+}
+
+/* The frame records from fp (a Go frame's, after the k frames in frames)
+ * walked over the copy.  Returns the count, or 0 when the walk leaves the
+ * copy or does not reach a root through plain Go frames. */
+static size_t copy_rest(struct remote_unwinder *u, const struct snap *s,
+			struct prof_frame *frames, size_t k, size_t max, uint64_t fp)
+{
+	uint64_t next, ra;
+	bool root;
+
+	while (k < max) {
+		if (!copy_word(s, fp, &next) || !copy_word(s, fp + 8, &ra) ||
+		    !plain_go_frame(u, ra, false, &root))
+			return 0;
+		frames[k++] = go_frame(u, ra, false);
+		if (root)
+			return k;
+		/* (callers' records lie higher up the stack) */
+		if (next <= fp)
+			return 0;
+		fp = next;
+	}
+	return 0;
+}
+
+/*
+ * Go keeps a function's frame record (the caller's %rbp, then the return
+ * address) just below its CFA, from its prologue's end to its epilogue's
+ * start, and %rbp points at it.  So the kernel's walk, which starts at
+ * %rbp, has the sample's caller as its second frame when %rbp is the
+ * leaf's record (%rbp == CFA0 - 16); when the leaf has none (frameless,
+ * or in its prologue or epilogue), %rbp is still the caller's (== CFA1 -
+ * 16), and the walk's second frame is the caller's caller, the caller
+ * itself (from the CFI) to be put in front.  Either is checked against
+ * the CFI's first steps.  Neither (Go assembly that uses %rbp as data, as
+ * crypto/sha256's block does): two frames of the CFI more, and when the
+ * record frame 1 keeps points at frame 2's as the CFI says, the records
+ * from there are walked over the copy.  Past the first frames every frame
+ * is at a call, its record made: the rest is taken as it is, up to a
+ * root, if every frame is plain Go (plain_go_frame): a stack switch (g0
+ * stacks), a cgo call, a vdso call or a signal frame leaves the copy to
+ * be walked, which follows them.
+ */
+size_t go_chain_take(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
+		     size_t max, enum remote_end *end)
+{
+	bool chain = s->n_user >= 2 && s->user[0] == snap_pc(s), root;
+	struct remote_steps w;
+	size_t n = 0;
+	uint64_t fp;
+
+	if (!s->n_user || s->regs_partial || !s->stack_len || max < 2 * REMOTE_STEPS_MAX ||
+	    !plain_go_frame(u, snap_pc(s), true, &root) || root)
+		return 0;
+	remote_steps_begin(u, s, &w);
+	frames[0] = go_frame(u, w.pc[0], true);
+	if (!remote_steps_next(u, &w))
+		goto out;
+	if (chain && s->regs.rbp == w.cfa[0] - 16 && s->user[1] == w.pc[1]) {
+		n = kernel_rest(u, s, frames, 1, max);
+		goto out;
+	}
+	if (!remote_steps_next(u, &w) || !plain_go_frame(u, w.pc[1], false, &root) || root)
+		goto out;
+	frames[1] = go_frame(u, w.pc[1], false);
+	if (chain && s->regs.rbp == w.cfa[1] - 16 && s->user[1] == w.pc[2]) {
+		n = kernel_rest(u, s, frames, 2, max);
+		goto out;
+	}
+	if (!remote_steps_next(u, &w) || !plain_go_frame(u, w.pc[2], false, &root) || root ||
+	    !copy_word(s, w.cfa[1] - 16, &fp) || fp != w.cfa[2] - 16)
+		goto out;
+	frames[2] = go_frame(u, w.pc[2], false);
+	n = copy_rest(u, s, frames, 3, max, fp);
+out:
+	remote_steps_end(u);
+	if (n)
+		*end = REMOTE_END_COMPLETE;
 	return n;
 }

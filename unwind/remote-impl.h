@@ -65,6 +65,7 @@ struct remote_unwinder {
 	struct walk_memo *memo;	/* NULL: walks are not remembered (out of memory) */
 	uint64_t gen;		/* moves on with every flush: what memo entries were made under */
 	bool reused;		/* the last remote_unwind came from the memo */
+	bool from_chain;	/* ... or was the kernel's walk (go_chain_take) */
 	uint64_t pages_file;	/* pages cached from the modules' files, */
 	uint64_t pages_memory;	/* ... and from the target (remote_take_pages) */
 	/* The walk in progress. */
@@ -115,6 +116,27 @@ uint64_t remote_snap_reg(const struct snap *s, unsigned reg);
 /* What kind of root the frame at pc is (exact: pc is not a return address). */
 enum roots_kind remote_root_kind(struct remote_unwinder *u, uint64_t pc, bool exact);
 
+/* Whether ip is a signal restorer (the return address of a handler). */
+bool remote_is_restorer(struct remote_unwinder *u, uint64_t ip);
+/*
+ * The first frames of a walk of s, one step at a time: pc[0] is the
+ * sample's pc, pc[i] the return address into frame i, cfa[i] frame i's
+ * CFA (the SP of its caller), for i < n - 1.  remote_steps_next adds a
+ * frame, false when it cannot (no unwind rule, a signal frame, or
+ * REMOTE_STEPS_MAX frames); remote_steps_end after the last.
+ */
+#define REMOTE_STEPS_MAX 4
+struct remote_steps {
+	unw_cursor_t c;
+	size_t n;
+	bool stuck;
+	uint64_t pc[REMOTE_STEPS_MAX];
+	uint64_t cfa[REMOTE_STEPS_MAX - 1];
+};
+void remote_steps_begin(struct remote_unwinder *u, const struct snap *s, struct remote_steps *w);
+bool remote_steps_next(struct remote_unwinder *u, struct remote_steps *w);
+void remote_steps_end(struct remote_unwinder *u);
+
 /* go_chain.c */
 /*
  * A walk of s that ended cut short (end: TRUNCATED, BAD_MEMORY, NO_INFO or
@@ -124,6 +146,14 @@ enum roots_kind remote_root_kind(struct remote_unwinder *u, uint64_t pc, bool ex
  * or thread's root.  Returns the frames now in frames (n when nothing was
  * added; then *end is unchanged), with *end COMPLETE otherwise.
  */
+/*
+ * A Go sample's stack as the kernel's frame-pointer walk (s->user) gives
+ * it, when that walk can be trusted from the sample's pc to a goroutine's
+ * or thread's root (see the definition).  Returns the frames put in
+ * frames, with *end COMPLETE, or 0: the copy is to be walked.
+ */
+size_t go_chain_take(struct remote_unwinder *u, const struct snap *s, struct prof_frame *frames,
+		     size_t max, enum remote_end *end);
 size_t go_chain_splice(struct remote_unwinder *u, const struct snap *s,
 		       struct prof_frame *frames, size_t n, size_t max, enum remote_end *end);
 

@@ -95,6 +95,11 @@ static bool is_restorer(struct remote_unwinder *u, uint64_t ip)
 	return remote_read(u, ip, code, sizeof(code)) == 0 && sigframe_is_restorer_code(code);
 }
 
+bool remote_is_restorer(struct remote_unwinder *u, uint64_t ip)
+{
+	return is_restorer(u, ip);
+}
+
 /*
  * c is at a restorer frame: its SP is the ucontext of the signal.  Restarts
  * c from the registers of the code the signal interrupted, which libunwind
@@ -388,6 +393,36 @@ out:
 	return n;
 }
 
+void remote_steps_begin(struct remote_unwinder *u, const struct snap *s, struct remote_steps *w)
+{
+	walk_begin(u, s);
+	w->pc[0] = snap_pc(s);
+	w->n = 1;
+	w->stuck = unw_init_remote(&w->c, u->as, u) < 0;
+}
+
+bool remote_steps_next(struct remote_unwinder *u, struct remote_steps *w)
+{
+	unw_word_t ip, sp;
+
+	if (w->stuck || w->n >= REMOTE_STEPS_MAX || unw_step(&w->c) <= 0 ||
+	    unw_get_reg(&w->c, UNW_REG_IP, &ip) < 0 || !ip ||
+	    unw_get_reg(&w->c, UNW_REG_SP, &sp) < 0 || is_restorer(u, ip)) {
+		w->stuck = true;
+		return false;
+	}
+	w->cfa[w->n - 1] = sp;
+	w->pc[w->n++] = ip;
+	return true;
+}
+
+void remote_steps_end(struct remote_unwinder *u)
+{
+	u->snap = NULL;
+	u->stack_map = NULL;
+	u->in_signal_ctx = false;
+}
+
 size_t remote_stack_used(const struct remote_unwinder *u)
 {
 	return u->stack_used;
@@ -396,6 +431,11 @@ size_t remote_stack_used(const struct remote_unwinder *u)
 bool remote_ran_off_copy(const struct remote_unwinder *u)
 {
 	return u->ran_off;
+}
+
+bool remote_from_chain(const struct remote_unwinder *u)
+{
+	return u->from_chain;
 }
 
 bool remote_reused(const struct remote_unwinder *u)
@@ -489,6 +529,15 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	uint64_t fail_sp;
 	size_t n;
 
+	u->from_chain = false;
+	n = go_chain_take(u, s, frames, max, end);
+	if (n) {
+		u->reused = false;
+		u->from_chain = true;
+		u->stack_used = 0;
+		u->ran_off = false;
+		return n;
+	}
 	u->reused = u->memo && walk_memo_find(u->memo, s, u->gen, max, remote_snap_reg, frames, &r);
 	if (u->reused) {
 		*end = (enum remote_end)r.end;

@@ -96,6 +96,13 @@ bool remote_ran_off_copy(const struct remote_unwinder *u);
 bool remote_reused(const struct remote_unwinder *u);
 
 /*
+ * Whether the last remote_unwind gave the kernel's frame-pointer walk of
+ * a Go sample (snap.user), checked against the copy's first frames,
+ * instead of walking the copy (unwind/go_chain.c).
+ */
+bool remote_from_chain(const struct remote_unwinder *u);
+
+/*
  * The pages of code and unwind tables the unwinder read since the last
  * call: *from_file through the modules' open files, *from_memory from the
  * target's memory (mappings no module's file holds as mapped: anonymous

@@ -121,6 +121,7 @@ size_t samp_unwind_snap(struct sampler *s, struct samp_proc *p, const struct sna
 	*used = remote_stack_used(u);
 	*ran_off = remote_ran_off_copy(u);
 	s->stats.unwinds_reused += remote_reused(u);
+	s->stats.unwinds_kernel_chain += remote_from_chain(u);
 	count_pages(s, u);
 	if (!needs_maps_retry(p, sn, s->frames, n) || procs_refresh(p, cprof_now_ns()) < 0)
 		return n;

@@ -145,6 +145,9 @@ struct sampler_stats {
 	uint64_t copies_short_ran_out;
 	/* Unwinds answered by a remembered walk (remote_reused). */
 	uint64_t unwinds_reused;
+	/* Go samples whose stack was the kernel's frame-pointer walk, not a
+	 * walk of the copy (remote_from_chain). */
+	uint64_t unwinds_kernel_chain;
 	/* Pages of code and unwind tables the unwinder read from the
 	 * modules' files, and from the target (remote_take_pages). */
 	uint64_t pages_file;
