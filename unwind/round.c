@@ -198,7 +198,10 @@ void samp_serve_waiting(struct sampler *s)
 	uint64_t now = cprof_now_ns();
 	int r;
 
-	if (!s->tracer || now - s->served_ns < SAMP_SERVE_NS)
+	/* Watching, with every thread sampled by perf events, no thread is
+	 * seized: no stop to serve, and two system calls a sample saved. */
+	if (!s->tracer || now - s->served_ns < SAMP_SERVE_NS ||
+	    (tracer_watching(s->tracer) && !s->stats.perf_fallbacks))
 		return;
 	s->served_ns = now;
 	r = tracer_poll(s->tracer, 0);
