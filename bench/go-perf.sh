@@ -150,4 +150,12 @@ for v in ("unprofiled", "auto", "ptrace", "perf"):
           med([x[0] for x in r], "%.0f"), 100 * (1 - w / base) if base else 0,
           statistics.median(x[1] for x in r), med([x[2] for x in r]), med([x[3] for x in r]),
           med([x[4] for x in r]), med([x[5] for x in r], "%.2f"), med([x[6] for x in r], "%.2f")))
+def m(v, i):
+    xs = [float(x[i]) for x in rows.get(v, []) if x[i] != "-"]
+    return statistics.median(xs) if xs else None
+a, p, l = m("auto", 3), m("perf", 3), m("auto", 4)
+if a and p:
+    print("cprof (auto) whole CPU a sample: %.2fx perf record -g's" % (a / p))
+if l:
+    print("cprof (auto) sampling thread: %.1f us a sample (goal: 25)" % l)
 PY
