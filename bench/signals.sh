@@ -146,7 +146,7 @@ if cprof == "-":
 out = open(os.path.join(work, "out"), "w")
 err = open(os.path.join(work, "err"), "w")
 p = subprocess.Popen([cprof, "attach", "-p", pid, "-d", "%gs" % secs, "-F", hz, "--mode", "cpu",
-                      "--json", "-q", "-o", os.path.join(work, "p.pb.gz")],
+                      "--json", "-q", "--write-timeout", "120s", "-o", os.path.join(work, "p.pb.gz")],
                      stdin=subprocess.DEVNULL, stdout=out, stderr=err)
 start = None
 while p.poll() is None and start is None:
