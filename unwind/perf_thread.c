@@ -36,7 +36,7 @@ struct perf_thread {
 	size_t stack_size;
 	bool user_chain;	/* samples carry the user frame-pointer walk */
 	uint64_t owed;		/* CPU time carried to the next sample */
-	bool inherit;		/* its events pass to the threads it starts */
+	unsigned follow;	/* PERF_THREAD_*: its events pass to the threads it starts */
 	bool inherited;		/* it has no events of its own: see perf_thread_inherited */
 	unsigned n;		/* events: one per ring */
 	struct perf_ev ev[];
@@ -47,7 +47,7 @@ struct perf_thread {
 static int kernel_allowed = -1;
 
 static void fill_attr(struct perf_event_attr *a, uint64_t period_ns, size_t stack_size,
-		      bool exclude_kernel, bool callchain, bool user_chain, bool inherit)
+		      bool exclude_kernel, bool callchain, bool user_chain, unsigned follow)
 {
 	memset(a, 0, sizeof(*a));
 	a->size = sizeof(*a);
@@ -84,27 +84,34 @@ static void fill_attr(struct perf_event_attr *a, uint64_t period_ns, size_t stac
 	 * two reads of the ring is still known for the samples taken in it. */
 	a->mmap = 1;
 	a->mmap2 = 1;
-	if (inherit) {
+	if (follow & PERF_THREAD_INHERIT) {
 		/* The threads it starts get events of their own, from their
 		 * first instruction, writing into the same rings (perf record
 		 * -p's way of following threads), and the rings tell of the
 		 * births, exits and execs (comm_exec) in order with the
-		 * samples.  Threads only: a child process is not followed. */
+		 * samples.  Threads only, unless the processes they start
+		 * are followed too (perf record -- cmd's way). */
 		a->inherit = 1;
-		a->inherit_thread = 1;
+		a->inherit_thread = !(follow & PERF_THREAD_PROCESSES);
 		a->task = 1;
 		a->comm_exec = 1;
+	}
+	if (follow & PERF_THREAD_ON_EXEC) {
+		/* Enabled by the kernel at the exec, before the exec's own
+		 * comm record and the new image's mappings. */
+		a->disabled = 1;
+		a->enable_on_exec = 1;
 	}
 }
 
 static int open_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 		      bool exclude_kernel, bool callchain, bool user_chain, bool disabled,
-		      bool inherit)
+		      unsigned follow)
 {
 	struct perf_event_attr a;
 	long fd;
 
-	fill_attr(&a, period_ns, stack_size, exclude_kernel, callchain, user_chain, inherit);
+	fill_attr(&a, period_ns, stack_size, exclude_kernel, callchain, user_chain, follow);
 	if (disabled) {
 		/* A ring's owner: it never counts, so never samples, nor
 		 * reports the calling thread's renames and mappings.  Nobody
@@ -127,7 +134,7 @@ int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 
 	if (allowed != 0) {
 		fd = open_event(tid, cpu, period_ns, stack_size, false, *callchain, false, disabled,
-				false);
+				0);
 		if (fd != -EACCES && fd != -EPERM) {
 			if (fd >= 0)
 				__atomic_store_n(&kernel_allowed, 1, __ATOMIC_RELAXED);
@@ -135,7 +142,7 @@ int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 		}
 	}
 	*callchain = false;
-	fd = open_event(tid, cpu, period_ns, stack_size, true, false, false, disabled, false);
+	fd = open_event(tid, cpu, period_ns, stack_size, true, false, false, disabled, 0);
 	if (fd >= 0)
 		__atomic_store_n(&kernel_allowed, 0, __ATOMIC_RELAXED);
 	return fd;
@@ -154,7 +161,7 @@ int perf_thread_probe(void)
 
 int perf_thread_probe_inherit(void)
 {
-	int fd = open_event(0, 0, 10000000, 64, true, false, false, false, true);
+	int fd = open_event(0, 0, 10000000, 64, true, false, false, false, PERF_THREAD_INHERIT);
 
 	if (fd < 0)
 		return fd;
@@ -187,7 +194,7 @@ static int open_slot(struct perf_thread *pt, unsigned i, uint64_t period_ns)
 
 	fd = open_event(pt->tid, perf_rings_cpu(pt->rings, i), period_ns, pt->stack_size,
 			__atomic_load_n(&kernel_allowed, __ATOMIC_RELAXED) == 0, callchain,
-			pt->user_chain, false, pt->inherit);
+			pt->user_chain, false, pt->follow);
 	if (fd < 0)
 		return fd;
 	pt->ev[i].fd = fd;
@@ -249,7 +256,7 @@ void perf_thread_retire(struct perf_thread *pt)
 }
 
 int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t tid,
-		     uint64_t period_ns, size_t stack_size, bool user_chain, bool inherit)
+		     uint64_t period_ns, size_t stack_size, bool user_chain, unsigned follow)
 {
 	unsigned i, n = perf_rings_count(rings);
 	struct perf_thread *pt;
@@ -260,7 +267,7 @@ int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t t
 	pt = thread_new(rings, tid, stack_size, user_chain);
 	if (!pt)
 		return -ENOMEM;
-	pt->inherit = inherit;
+	pt->follow = follow;
 	for (i = 0; i < n && r == 0; i++)
 		r = open_slot(pt, i, period_ns);
 	if (r < 0) {

@@ -42,18 +42,33 @@ struct perf_rings;
  * permitted), -EMFILE (a descriptor per CPU), -ENOMEM.
  */
 int perf_thread_open(struct perf_thread **out, struct perf_rings *rings, pid_t tid,
-		     uint64_t period_ns, size_t stack_size, bool user_chain, bool inherit);
+		     uint64_t period_ns, size_t stack_size, bool user_chain, unsigned follow);
+
+/* perf_thread_open's follow. */
+enum {
+	/* The threads tid starts (and theirs) get events of their own (see
+	 * below). */
+	PERF_THREAD_INHERIT = 1 << 0,
+	/* With PERF_THREAD_INHERIT: the processes they start too (fork,
+	 * clone without CLONE_THREAD), as perf record follows a command's
+	 * tree; the rings tell of a new process as of a new thread. */
+	PERF_THREAD_PROCESSES = 1 << 1,
+	/* The events count from tid's next exec on (enable_on_exec): a
+	 * command started by cprof, waiting to exec, is sampled from its
+	 * first instruction and not before. */
+	PERF_THREAD_ON_EXEC = 1 << 2,
+};
 
 /*
- * With inherit, the threads tid starts (and theirs) get events of their
- * own, in the same rings, whose samples name tid's event (the first
- * ancestor's): the threads are followed without a stop, as perf record
- * -p follows them, and the rings carry their births and exits
- * (perf_rings_next returns 4 and 5) and execs.  Closing or disabling
- * tid's events would end its descendants' too: perf_thread_retire stops
- * its own sampling alone, and it stays open until they are done.
- * A kernel that cannot read an inherited event's count in its samples
- * (before Linux 6.12) refuses inherit with -EINVAL.
+ * With PERF_THREAD_INHERIT, the threads tid starts (and theirs) get
+ * events of their own, in the same rings, whose samples name tid's event
+ * (the first ancestor's): the threads are followed without a stop, as
+ * perf record -p follows them, and the rings carry their births and
+ * exits (perf_rings_next returns 4 and 5) and execs.  Closing or
+ * disabling tid's events would end its descendants' too:
+ * perf_thread_retire stops its own sampling alone, and it stays open
+ * until they are done.  A kernel that cannot read an inherited event's
+ * count in its samples (before Linux 6.12) refuses inherit with -EINVAL.
  *
  * perf_thread_inherited: the record of such a thread, born with
  * inherited events: no event of its own (its samples name its ancestor's
