@@ -600,16 +600,16 @@ static int session_main(struct tracer *t, void *arg)
 /*
  * Whether the session starts by watching its threads instead of seizing
  * them (TRACER_WATCH): when perf events may sample them all and follow
- * the threads they start (inherit), a seized thread would stop at each
- * signal it receives for nothing.  Not for a tree of processes (the
- * tracer follows those), nor for a command started by exec.
+ * the threads and processes they start (inherit), a seized thread would
+ * stop at each signal it receives for nothing.  A tree of processes is
+ * followed as perf record follows one (the processes there at start
+ * listed from /proc, the new ones inheriting their parents' events), and
+ * a command cprof starts is sampled from its exec (enable_on_exec).
  */
 static bool session_watches(const struct sampler *s)
 {
 	return s->o.mode == SAMPLER_CPU && s->o.source != SAMPLER_SOURCE_PTRACE &&
-	       s->o.stop == SAMPLER_STOP_THREAD && !s->o.from_exec &&
-	       !(s->o.tracer_flags & (TRACER_FOLLOW | TRACER_DESCENDANTS)) &&
-	       perf_thread_probe_inherit() == 0;
+	       s->o.stop == SAMPLER_STOP_THREAD && perf_thread_probe_inherit() == 0;
 }
 
 int sampler_session(struct sampler *s)

@@ -101,6 +101,26 @@ static size_t perf_ring_for(size_t stack, unsigned records)
 
 static bool runs_go(const struct samp_proc *p);
 
+/* What th's events follow (PERF_THREAD_*): watching, the threads it
+ * starts, and the processes too when the session takes the tree; in the
+ * command cprof started, waiting to exec, nothing before the exec. */
+static unsigned follow_of(const struct sampler *s, const struct samp_proc *p)
+{
+	const struct perf_state *ps = perf_src_state(s);
+	unsigned f = 0;
+
+	if (ps->watch) {
+		f |= PERF_THREAD_INHERIT;
+		if (s->o.tracer_flags & (TRACER_FOLLOW | TRACER_DESCENDANTS))
+			f |= PERF_THREAD_PROCESSES;
+	}
+	/* (at start alone: later, the exec may have come and not been
+	 * read yet) */
+	if (ps->starting && samp_before_exec(s, p))
+		f |= PERF_THREAD_ON_EXEC;
+	return f;
+}
+
 /* Gives th events (in pst) whose samples carry stack bytes, and the
  * kernel's frame-pointer walk in a Go program (unwind/go_chain.c), within
  * the descriptors' budget.  Returns 0 or -errno. */
@@ -115,7 +135,7 @@ static int open_event(struct sampler *s, struct tracer_thread *th, struct perf_s
 	if (ps->fds + n > ps->fd_budget)
 		return -EMFILE;
 	r = perf_thread_open(&pst->pt, ps->rings, th->tid, perf_first_gap(s), stack,
-			     runs_go(st->proc), ps->watch);
+			     runs_go(st->proc), follow_of(s, st->proc));
 	if (r < 0) {
 		pst->pt = NULL;
 		return r;

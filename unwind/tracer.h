@@ -136,7 +136,10 @@ enum {
 	 * births, exits and execs told by the caller (tracer_watch_*), who
 	 * learns them elsewhere (the perf source's ring records), and the
 	 * root's exit seen on a pidfd.  tracer_seize_all turns the tracer
-	 * into a seizing one.  Not with TRACER_FOLLOW or TRACER_DESCENDANTS. */
+	 * into a seizing one.  With TRACER_FOLLOW or TRACER_DESCENDANTS the
+	 * births told may be of new processes of the tree, and with
+	 * TRACER_DESCENDANTS the root's descendants are listed too (from
+	 * /proc/PID/task/TID/children); the root's exit is still its own. */
 	TRACER_WATCH = 1 << 4,
 };
 
@@ -198,11 +201,13 @@ int tracer_seize_all(struct tracer *t);
  * clones are then followed through ptrace.  Returns 0 or -errno. */
 int tracer_seize_thread(struct tracer *t, struct tracer_thread *th);
 
-/* Watching: one pass over /proc/PID/task, each thread not known yet
- * watched from now on (on_thread told).  Returns how many, or -errno. */
+/* Watching: one pass over /proc/PID/task (and, with TRACER_DESCENDANTS,
+ * over the root's descendants'), each thread not known yet watched from
+ * now on (on_thread told).  Returns how many, or -errno. */
 int tracer_watch_rescan(struct tracer *t);
-/* Watching: thread tid of process tgid (the root) was born; nothing when
- * it is known.  Returns it, or NULL (out of memory, or not the root's). */
+/* Watching: thread tid of process tgid (the root, or with TRACER_FOLLOW
+ * or TRACER_DESCENDANTS a process of its tree) was born; nothing when it
+ * is known.  Returns it, or NULL (out of memory, or not followed). */
 struct tracer_thread *tracer_watch_birth(struct tracer *t, pid_t tid, pid_t tgid);
 /* Watching: thread tid exited (forgotten, on_thread told). */
 void tracer_watch_exit(struct tracer *t, pid_t tid);

@@ -135,6 +135,25 @@ static int seize_children(struct tracer *t, size_t *added)
 	return 0;
 }
 
+/* The processes of descendants the tracer watched (TRACER_WATCH), seized
+ * with their threads not seized yet; *added counts them. */
+static int seize_watched(struct tracer *t, size_t *added)
+{
+	size_t i;
+	int ret;
+
+	for (i = 0; i < t->n_threads; i++) {
+		const struct tracer_thread *th = t->threads[i];
+
+		if (th->seized || th->tgid == t->pid)
+			continue;
+		ret = seize_pass(t, th->tgid, added);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 int tracer_seize_thread(struct tracer *t, struct tracer_thread *th)
 {
 	if (th->seized)
@@ -167,6 +186,8 @@ int tracer_seize_threads(struct tracer *t)
 	while (quiet_passes < 2) {
 		added = 0;
 		ret = seize_pass(t, t->pid, &added);
+		if (ret == 0 && (t->flags & TRACER_DESCENDANTS))
+			ret = seize_watched(t, &added);
 		if (ret == 0 && (t->flags & TRACER_DESCENDANTS))
 			ret = seize_children(t, &added);
 		if (ret < 0)
