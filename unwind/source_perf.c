@@ -431,6 +431,11 @@ static void perf_exec(struct sampler *s, struct samp_proc *p, bool done)
 {
 	if (!s->source_on[perf_src_self()])
 		return;
+	/* The command cprof started, watched: its events counted nothing
+	 * before the exec (enable_on_exec), so the rings hold no sample of
+	 * its old image, and the ones of the new wait for its new maps. */
+	if (!done && perf_src_state(s)->watch && samp_before_exec(s, p))
+		return;
 	if ((done ? perf_check(s) : perf_src_drain(s, p)) < 0)
 		s->error = -ENOMEM;
 }

@@ -42,6 +42,9 @@ struct perf_state {
 	struct perf_task *tasks;
 	size_t n_tasks, cap_tasks;
 	bool applying;
+	/* The exec of the command cprof started was read: the drain stops
+	 * there and goes on once it is applied (see perf_src_drain). */
+	bool exec_cut;
 	pid_t gone[64];
 	unsigned n_gone;
 	/* Events retired but open: threads they passed to still use them. */

@@ -170,6 +170,9 @@ static int take_record(struct sampler *s, int r)
 		return defer_task(ps, false);
 	if (r == 6 && defer_task(ps, true) < 0)
 		return -ENOMEM;
+	if (r == 6 && samp_before_exec(s, s->procs[0]) &&
+	    ps->tasks[ps->n_tasks - 1].pid == s->procs[0]->pid)
+		ps->exec_cut = true;
 	if (r == 3) {
 		const struct proc_map *m = perf_rings_mapping(rings, &pid);
 		size_t i;
@@ -243,7 +246,7 @@ static int drain_ring(struct sampler *s, unsigned i, const struct samp_proc *ski
 	unsigned slot;
 	int r;
 
-	while (perf_rings_pending(ps->rings, i)) {
+	while (!ps->exec_cut && perf_rings_pending(ps->rings, i)) {
 		sn = samp_next_snap(s);
 		if (!sn)
 			return -ENOMEM;
@@ -271,12 +274,23 @@ int perf_src_drain(struct sampler *s, const struct samp_proc *skip)
 	int r = 0;
 
 	ps->viewed = true;
-	for (i = 0; i < n && r == 0; i++)
+again:
+	for (i = 0; i < n && r == 0 && !ps->exec_cut; i++)
 		r = drain_ring(s, i, skip);
 	s->stats.perf_lost = perf_rings_lost(ps->rings);
 	s->stats.perf_throttled = perf_rings_throttled(ps->rings);
 	if (ps->n_tasks)
 		apply_tasks(s);
+	/* The command cprof started counts from its exec (enable_on_exec):
+	 * its samples after the exec's record are of the new image, and are
+	 * read once the exec is applied (its new maps), not dropped as
+	 * samples before it.  (One that migrated to a ring read before is
+	 * lost.)  Unless the exec took the session to stops. */
+	if (ps->exec_cut) {
+		ps->exec_cut = false;
+		if (r == 0 && s->source_on[perf_src_self()] && ps->rings && ps->watch)
+			goto again;
+	}
 	return r;
 }
 
