@@ -169,10 +169,15 @@ void tracer_watch_exit(struct tracer *t, pid_t tid)
 
 void tracer_watch_exec(struct tracer *t, pid_t pid)
 {
+	struct tracer_thread *leader;
 	size_t i = 0;
 
-	/* The exec ended every other thread of the process, and the thread
-	 * that called it took the leader's tid (execve(2)). */
+	/* The thread that called it took the leader's tid (execve(2)): known
+	 * first, so that the process never is left without a thread (the
+	 * session would take it for gone), since a thread of the new image
+	 * may be known already (its sample read before the exec applied). */
+	leader = tracer_watch_birth(t, pid, pid);
+	/* The exec ended every other thread of the process. */
 	while (i < t->n_threads) {
 		struct tracer_thread *th = t->threads[i];
 
@@ -181,7 +186,7 @@ void tracer_watch_exec(struct tracer *t, pid_t pid)
 		else
 			i++;
 	}
-	if (!tracer_watch_birth(t, pid, pid))
+	if (!leader)
 		return;
 	t->stats.execs++;
 	if (t->ops && t->ops->on_exec)
