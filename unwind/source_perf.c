@@ -130,12 +130,20 @@ static int open_event(struct sampler *s, struct tracer_thread *th, struct perf_s
 	struct perf_state *ps = perf_src_state(s);
 	struct samp_thread *st = th->user;
 	unsigned n = perf_rings_count(ps->rings);
+	unsigned follow = follow_of(s, st->proc);
+	bool user_chain;
 	int r;
 
 	if (ps->fds + n > ps->fd_budget)
 		return -EMFILE;
-	r = perf_thread_open(&pst->pt, ps->rings, th->tid, perf_first_gap(s), stack,
-			     runs_go(st->proc), follow_of(s, st->proc));
+	/* A process the events follow into an exec (record's command, a
+	 * tree's new process) may turn out to run Go, and the threads Go
+	 * starts at once inherit these events before a drain could replace
+	 * them (perf_grow leaves inherited events to their ancestor): so such
+	 * events carry the kernel's walk from the start. */
+	user_chain = runs_go(st->proc) || (follow & (PERF_THREAD_ON_EXEC | PERF_THREAD_PROCESSES));
+	r = perf_thread_open(&pst->pt, ps->rings, th->tid, perf_first_gap(s), stack, user_chain,
+			     follow);
 	if (r < 0) {
 		pst->pt = NULL;
 		return r;
