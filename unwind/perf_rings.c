@@ -58,6 +58,7 @@ struct perf_rings {
 	uint64_t throttled;
 	pid_t sample_pid;	/* the last sample's process */
 	pid_t task_pid, task_tid;	/* the last birth, exit or exec */
+	pid_t task_ptid;	/* ... the thread that started it (a birth's) */
 	pid_t comm_tid;		/* the last PERF_RECORD_COMM: the thread renamed */
 	char comm[16];		/* ... and its new name (TASK_COMM_LEN) */
 	pid_t map_pid;		/* the last PERF_RECORD_MMAP2: the process */
@@ -468,6 +469,7 @@ static int parse_task(struct perf_rings *r, const struct ring *g, uint64_t pos, 
 	ring_copy(r, g, pos + 8, ids, sizeof(ids));
 	r->task_pid = (pid_t)ids[0];
 	r->task_tid = (pid_t)ids[2];
+	r->task_ptid = (pid_t)ids[3];
 	return ret;
 }
 
@@ -562,6 +564,11 @@ void perf_rings_task(const struct perf_rings *r, pid_t *pid, pid_t *tid)
 {
 	*pid = r->task_pid;
 	*tid = r->task_tid;
+}
+
+pid_t perf_rings_task_parent(const struct perf_rings *r)
+{
+	return r->task_ptid;
 }
 
 const char *perf_rings_comm(const struct perf_rings *r, pid_t *tid)

@@ -88,6 +88,8 @@ pid_t perf_rings_sample_pid(const struct perf_rings *r);
 /* The thread and process of the birth, exit or exec perf_rings_next
  * returned 4, 5 or 6 for. */
 void perf_rings_task(const struct perf_rings *r, pid_t *pid, pid_t *tid);
+/* After a birth (4): the thread that started it. */
+pid_t perf_rings_task_parent(const struct perf_rings *r);
 
 /* Gives the kernel back the records perf_rings_next left viewed: the
  * snapshots that view them must be unwound or kept (snap_keep) first. */

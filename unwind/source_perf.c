@@ -84,7 +84,7 @@ uint64_t perf_src_gap(struct sampler *s)
  * than a period (a pool's short task) is sampled about as often as the
  * stop source's ticks find it running; not much shorter, since it holds
  * until the first emptying of the ring. */
-static uint64_t perf_first_gap(struct sampler *s)
+uint64_t perf_src_first_gap(struct sampler *s)
 {
 	return s->period_ns / 4 + samp_period_fraction(s) * 3 / 4;
 }
@@ -142,7 +142,7 @@ static int open_event(struct sampler *s, struct tracer_thread *th, struct perf_s
 	 * them (perf_grow leaves inherited events to their ancestor): so such
 	 * events carry the kernel's walk from the start. */
 	user_chain = runs_go(st->proc) || (follow & (PERF_THREAD_ON_EXEC | PERF_THREAD_PROCESSES));
-	r = perf_thread_open(&pst->pt, ps->rings, th->tid, perf_first_gap(s), stack, user_chain,
+	r = perf_thread_open(&pst->pt, ps->rings, th->tid, perf_src_first_gap(s), stack, user_chain,
 			     follow);
 	if (r < 0) {
 		pst->pt = NULL;

@@ -45,6 +45,8 @@ struct perf_state {
 	/* The exec of the command cprof started was read: the drain stops
 	 * there and goes on once it is applied (see perf_src_drain). */
 	bool exec_cut;
+	/* Some thread with events of its own started a thread in this drain. */
+	bool forked;
 	pid_t gone[64];
 	unsigned n_gone;
 	/* Events retired but open: threads they passed to still use them. */
@@ -63,6 +65,7 @@ struct perf_src_thread {
 	struct perf_thread *pt;
 	bool grow;		/* a walk ran off its samples' copy: see perf_grow */
 	bool rechain;		/* its process runs Go: see perf_grow */
+	bool forked;		/* started a thread since the last drain: see perf_src_drain */
 };
 
 static inline unsigned perf_src_self(void)
@@ -85,6 +88,8 @@ static inline struct perf_src_thread *perf_src_of(const struct tracer_thread *th
 
 /* A thread's next period, in its CPU time (source_perf.c). */
 uint64_t perf_src_gap(struct sampler *s);
+/* A new thread's first period (source_perf.c). */
+uint64_t perf_src_first_gap(struct sampler *s);
 
 /* Watching: every thread goes to stops (seized first), the events all
  * closed.  Returns 0 or -errno (source_perf.c's perf_hand_off). */

@@ -150,6 +150,39 @@ static void apply_tasks(struct sampler *s)
 	ps->applying = false;
 }
 
+/*
+ * The threads that started threads in this drain get a new first gap.  A
+ * thread born with inherited events keeps, for good, the period its
+ * parent's event had at the clone (an ioctl reaches the event it is
+ * given alone), and the parent's period changes only with its own
+ * samples: a parent that mostly waits (a main thread that starts a
+ * thread per task and joins it) kept the one it drew at attach, and when
+ * that was longer than its threads live on the CPU, none of them was
+ * ever sampled, for the whole session (attach-threads.test, about one
+ * run in three).  Drawn again at each drain in which it forked, the
+ * period its children inherit varies over the session as a new thread's
+ * first gap does.  One ioctl a CPU per forking thread per drain.
+ */
+static void redraw_forked(struct sampler *s)
+{
+	struct perf_state *ps = perf_src_state(s);
+	size_t i, n = tracer_thread_count(s->tracer);
+	unsigned slot, slots = perf_rings_count(ps->rings);
+
+	ps->forked = false;
+	for (i = 0; i < n; i++) {
+		struct perf_src_thread *pst = perf_src_of(tracer_thread_at(s->tracer, i));
+
+		if (!pst || !pst->forked)
+			continue;
+		pst->forked = false;
+		if (!pst->pt || perf_thread_is_inherited(pst->pt))
+			continue;
+		for (slot = 0; slot < slots; slot++)
+			perf_thread_set_period(pst->pt, slot, perf_src_first_gap(s));
+	}
+}
+
 /* One record that is no sample (r: what perf_rings_next said): a mapping
  * announced, a thread renamed, born, exited or exec'd.  Returns 0 or
  * -ENOMEM. */
@@ -162,8 +195,15 @@ static int take_record(struct sampler *s, int r)
 	if (r >= 4 && !ps->watch)
 		return 0;
 	if (r == 4) {
+		struct tracer_thread *parent;
+		struct perf_src_thread *pp;
+
 		perf_rings_task(rings, &pid, &tid);
 		born(s, pid, tid, NULL);
+		parent = tracer_find_thread(s->tracer, perf_rings_task_parent(rings));
+		pp = parent && parent->tid != tid ? perf_src_of(parent) : NULL;
+		if (pp && pp->pt && !perf_thread_is_inherited(pp->pt))
+			pp->forked = ps->forked = true;
 		return 0;
 	}
 	if (r == 5)
@@ -281,6 +321,8 @@ again:
 	s->stats.perf_throttled = perf_rings_throttled(ps->rings);
 	if (ps->n_tasks)
 		apply_tasks(s);
+	if (ps->forked)
+		redraw_forked(s);
 	/* The command cprof started counts from its exec (enable_on_exec):
 	 * its samples after the exec's record are of the new image, and are
 	 * read once the exec is applied (its new maps), not dropped as
