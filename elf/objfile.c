@@ -42,20 +42,28 @@ int objfile_from_fd(struct objfile **out, int fd)
 	return 0;
 }
 
-int objfile_open(struct objfile **out, const char *path)
+/* objfile_from_fd on a descriptor the objfile then owns (closed with it,
+ * or here when it cannot be read). */
+static int from_owned_fd(struct objfile **out, int fd)
 {
-	int fd, ret;
+	int ret = objfile_from_fd(out, fd);
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	ret = objfile_from_fd(out, fd);
 	if (ret < 0) {
 		close(fd);
 		return ret;
 	}
 	(*out)->owns_fd = true;
 	return 0;
+}
+
+int objfile_open(struct objfile **out, const char *path)
+{
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return from_owned_fd(out, fd);
 }
 
 void objfile_close(struct objfile *f)
@@ -129,18 +137,12 @@ int objfile_open_debug_fd(const char *build_id)
 
 int objfile_open_debug(struct objfile **out, const char *build_id)
 {
-	int fd, ret;
+	int fd;
 
 	if (!build_id || strlen(build_id) < 3)
 		return -ENOENT;
 	fd = debug_fd_fn ? debug_fd_fn(debug_fd_arg, build_id) : objfile_open_debug_fd(build_id);
 	if (fd < 0)
 		return debug_fd_fn ? -ENOENT : fd;
-	ret = objfile_from_fd(out, fd);
-	if (ret < 0) {
-		close(fd);
-		return ret;
-	}
-	(*out)->owns_fd = true;
-	return 0;
+	return from_owned_fd(out, fd);
 }
