@@ -320,6 +320,29 @@ static int report_end(struct serve_ctx *c, enum end_reason end, int sig)
 	return c->sampling_failed || c->n_parser_failed ? CPROF_EXIT_PARTIAL : CPROF_EXIT_OK;
 }
 
+/* The hub of serve's sessions, as c's options ask (the kernel's symbols
+ * set up here: a notice on stderr when they are hidden). */
+static struct hub_opts hub_opts_of(struct serve_ctx *c)
+{
+	return (struct hub_opts){
+		.pid = c->pid,
+		.hz = c->a.hz,
+		.stack_size = c->a.stack_size,
+		.perf_stack_size = c->a.stack_size_given ? c->a.stack_size : 0,
+		.stop = c->a.stop,
+		.source = c->a.source,
+		.kernel_frames = cli_kernel_setup(&c->a, SAMPLER_CPU, c->quiet),
+		.python = !c->a.python_off,
+		.debuginfod = !c->a.no_debuginfod,
+		.debuginfod_timeout_ns = c->a.debuginfod_timeout_ns,
+		.helper = c->helper,
+		.build = serve_http_build,
+		.done = serve_http_done,
+		.session_end = serve_http_session_end,
+		.arg = c,
+	};
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_ctx c = { .listen_fd = -1, .wake_fd = -1 };
@@ -346,23 +369,7 @@ int cmd_serve(int argc, char **argv)
 	if (code != CPROF_EXIT_OK)
 		goto close_fds;
 
-	ho = (struct hub_opts){
-		.pid = c.pid,
-		.hz = c.a.hz,
-		.stack_size = c.a.stack_size,
-		.perf_stack_size = c.a.stack_size_given ? c.a.stack_size : 0,
-		.stop = c.a.stop,
-		.source = c.a.source,
-		.kernel_frames = cli_kernel_setup(&c.a, SAMPLER_CPU, c.quiet),
-		.python = !c.a.python_off,
-		.debuginfod = !c.a.no_debuginfod,
-		.debuginfod_timeout_ns = c.a.debuginfod_timeout_ns,
-		.helper = c.helper,
-		.build = serve_http_build,
-		.done = serve_http_done,
-		.session_end = serve_http_session_end,
-		.arg = &c,
-	};
+	ho = hub_opts_of(&c);
 	ret = hub_create(&c.hub, &ho);
 	if (ret == 0)
 		ret = serve_http_start(&c);
