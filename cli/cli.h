@@ -172,6 +172,13 @@ void cli_helper_report_error(const struct proc_module *m, int err);
  * (NULL: none).  Returns how many; call before sym is destroyed. */
 size_t cli_helper_errors(struct sym_ctx *sym, const struct proc_modules *mods);
 
+struct remote_client_error;
+/* The same for the n modules of mods the parser failed on while walking
+ * (errs), but those sym failed on too (cli_helper_errors reports them).
+ * Returns how many it reported. */
+size_t cli_helper_walk_errors(struct sym_ctx *sym, const struct proc_modules *mods,
+			      const struct remote_client_error *errs, size_t n);
+
 /* Reports each death of the parser and ends it.  Returns CPROF_EXIT_OK, or
  * CPROF_EXIT_PARTIAL when it died (some frames lost their names). */
 int cli_helper_end(struct conf_helper *h);

@@ -132,6 +132,22 @@ size_t cli_helper_errors(struct sym_ctx *sym, const struct proc_modules *mods)
 	return n;
 }
 
+size_t cli_helper_walk_errors(struct sym_ctx *sym, const struct proc_modules *mods,
+			      const struct remote_client_error *errs, size_t n)
+{
+	const struct proc_module *m;
+	size_t i, reported = 0;
+
+	for (i = 0; i < n; i++) {
+		m = proc_modules_get(mods, errs[i].module);
+		if (m && !(sym && sym_module_parser_error(sym, m))) {
+			cli_helper_report_error(m, errs[i].err);
+			reported++;
+		}
+	}
+	return reported;
+}
+
 size_t cli_helper_deaths(struct conf_helper *h)
 {
 	struct conf_death d;
