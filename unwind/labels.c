@@ -34,6 +34,34 @@ void samp_update_label(struct sampler *s, struct tracer_thread *th, const char *
 		st->label = samp_add_label(s, th->tid, comm, st->proc);
 }
 
+/*
+ * After p's exec its threads' labels name the new program.  The kernel's
+ * exec record renames the thread (samp_update_label) before the exec is
+ * applied, while the process still has the old image's name, and a label
+ * is looked at again only when its thread is renamed: without this, every
+ * later sample of a shell that exec'd a program was labelled with the
+ * shell's process name (record-tree.test, now and then).
+ */
+void samp_relabel(struct sampler *s, const struct samp_proc *p)
+{
+	size_t i, n = tracer_thread_count(s->tracer);
+	char comm[sizeof(s->labels[0].name)];
+
+	for (i = 0; i < n; i++) {
+		struct tracer_thread *th = tracer_thread_at(s->tracer, i);
+		struct samp_thread *st = th->user;
+
+		if (!st || st->proc != p)
+			continue;
+		if (procfs_task_comm(tracer_fds(s->tracer), &th->task, comm, sizeof(comm)) < 0) {
+			if (!st->label)
+				continue;
+			snprintf(comm, sizeof(comm), "%s", s->labels[st->label - 1].name);
+		}
+		samp_update_label(s, th, comm);
+	}
+}
+
 struct samp_proc *samp_proc_of(struct sampler *s, pid_t pid)
 {
 	struct samp_proc *p;

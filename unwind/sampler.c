@@ -165,6 +165,7 @@ static void on_exec(struct tracer *t, pid_t pid, void *arg)
 	if (p) {
 		procs_exec(p, cprof_now_ns());
 		samp_py_exec(s, p);
+		samp_relabel(s, p);
 	}
 	if (p == s->procs[0])
 		s->root_execed = true;

@@ -102,6 +102,8 @@ struct sampler {
 uint32_t samp_add_label(struct sampler *s, pid_t tid, const char *name, struct samp_proc *p);
 /* Keeps the thread's label in step with its name (threads rename). */
 void samp_update_label(struct sampler *s, struct tracer_thread *th, const char *comm);
+/* After p's exec: its threads' labels name the new program. */
+void samp_relabel(struct sampler *s, const struct samp_proc *p);
 /* The record of process pid, made when first seen; NULL with s->error
  * set: out of memory. */
 struct samp_proc *samp_proc_of(struct sampler *s, pid_t pid);

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "lib/clock.h"
@@ -227,8 +228,18 @@ static int take_record(struct sampler *s, int r)
 		const char *comm = perf_rings_comm(rings, &tid);
 		struct tracer_thread *named = tracer_find_thread(s->tracer, tid);
 
-		if (named && named->user)
-			samp_update_label(s, named, comm);
+		if (!named || !named->user)
+			return 0;
+		/* The exec is applied once every ring is read, but the threads
+		 * the new image starts meanwhile (born at once) are its own: the
+		 * process takes the program's name now, as the kernel gave it to
+		 * the thread that exec'd, so that their labels say so. */
+		if (r == 6) {
+			struct samp_thread *st = named->user;
+
+			snprintf(st->proc->name, sizeof(st->proc->name), "%s", comm);
+		}
+		samp_update_label(s, named, comm);
 	}
 	return 0;
 }
