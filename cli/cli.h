@@ -179,6 +179,11 @@ struct remote_client_error;
 size_t cli_helper_walk_errors(struct sym_ctx *sym, const struct proc_modules *mods,
 			      const struct remote_client_error *errs, size_t n);
 
+/* How many modules of mods the parser failed on, naming (sym, NULL: none)
+ * or walking (the n errs), without a word. */
+size_t cli_helper_failed_modules(struct sym_ctx *sym, const struct proc_modules *mods,
+				 const struct remote_client_error *errs, size_t n);
+
 /* Reports each death of the parser and ends it.  Returns CPROF_EXIT_OK, or
  * CPROF_EXIT_PARTIAL when it died (some frames lost their names). */
 int cli_helper_end(struct conf_helper *h);

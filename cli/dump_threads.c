@@ -170,7 +170,7 @@ int cli_dump_threads_write(FILE *f, pid_t pid, bool json, struct conf_helper *he
 	/* dump-threads' defaults: see parse_args */
 	struct dump_args a = { .pid = pid, .json = json, .max_frames = DEFAULT_FRAMES,
 			       .stack_size = 256u << 10,
-			       .write_timeout_ns = DEFAULT_WRITE_TIMEOUT_NS };
+			       .write_timeout_ns = DEFAULT_WRITE_TIMEOUT_NS, .helper = helper };
 	struct capture_opts co = { .stack_size = a.stack_size, .max_frames = a.max_frames,
 				   .python = true, .helper = helper };
 	struct capture c;

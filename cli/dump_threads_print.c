@@ -223,5 +223,8 @@ void dump_print_json(struct printer *pr)
 			for_each_frame(pr, ct, json_frame, NULL);
 		fputs("]}", f);
 	}
-	fputs("\n  ]\n}\n", f);
+	/* after the frames: naming them is what may fail in the parser */
+	fprintf(f, "\n  ],\n  \"parser_deaths\": %zu,\n  \"parser_errors\": %zu\n}\n",
+		cli_helper_deaths(pr->a->helper),
+		cli_helper_failed_modules(pr->sym, c->mods, c->parser_errors, c->n_parser_errors));
 }

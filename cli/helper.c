@@ -148,6 +148,25 @@ size_t cli_helper_walk_errors(struct sym_ctx *sym, const struct proc_modules *mo
 	return reported;
 }
 
+size_t cli_helper_failed_modules(struct sym_ctx *sym, const struct proc_modules *mods,
+				 const struct remote_client_error *errs, size_t n)
+{
+	const struct proc_module *m;
+	size_t i, k, failed = 0;
+	bool walked;
+
+	for (i = 1; i <= proc_modules_count(mods); i++) {
+		m = proc_modules_get(mods, (uint32_t)i);
+		if (!m)
+			continue;
+		walked = false;
+		for (k = 0; k < n && !walked; k++)
+			walked = errs[k].module == (uint32_t)i;
+		failed += walked || (sym && sym_module_parser_error(sym, m));
+	}
+	return failed;
+}
+
 size_t cli_helper_deaths(struct conf_helper *h)
 {
 	struct conf_death d;
