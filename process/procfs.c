@@ -33,6 +33,16 @@ int procfs_open_task(pid_t pid, pid_t tid, const char *name)
 	return fd;
 }
 
+int procfs_open_self_thread(const char *name)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)gettid(), name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 static ssize_t pread_all(int fd, char *buf, size_t size)
 {
 	ssize_t r;

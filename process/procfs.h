@@ -22,6 +22,18 @@ struct procfs_stat {
 /* Opens /proc/PID/task/TID/NAME read-only, close-on-exec.  Returns fd or -errno. */
 int procfs_open_task(pid_t pid, pid_t tid, const char *name);
 
+/*
+ * Opens the calling thread's own NAME as /proc/TID/NAME, read-only,
+ * close-on-exec.  Returns fd or -errno.  Never /proc/self/task/TID/NAME:
+ * a file looked up there stays in the kernel's cache under /proc/PID, and
+ * the thread's exit frees it after the thread has left its process; if the
+ * thread is preempted there (a busy machine), the wait4 that reaps the
+ * process spins on that entry until the thread runs again (doc/cost.md,
+ * "The reaping of cprof").  The same file under /proc/TID is freed by the
+ * thread's exit too, but nothing that reaps the process waits for it.
+ */
+int procfs_open_self_thread(const char *name);
+
 /* Parses a stat line read from fd (pread at 0).  Returns 0 or -errno (-ESRCH if gone). */
 int procfs_read_stat(int fd, struct procfs_stat *st);
 

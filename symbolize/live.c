@@ -428,6 +428,12 @@ static void *live_main(void *arg)
 	struct timespec until;
 	bool stop = false;
 
+#ifdef HAVE_PTHREAD_SETNAME_NP
+	/* To tell its cost in top -H.  Named by itself: naming it from another
+	 * thread writes /proc/self/task/TID/comm, an entry its exit would have
+	 * to free (see procfs_open_self_thread). */
+	pthread_setname_np(pthread_self(), "cprof-live");
+#endif
 	while (!stop) {
 		if (poll_once(l, true) < 0)
 			break;
@@ -505,9 +511,6 @@ int sym_live_start(struct sym_live **out, const struct sym_live_opts *o)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (ret < 0)
 		goto destroy_sync;
-#ifdef HAVE_PTHREAD_SETNAME_NP
-	pthread_setname_np(l->thread, "cprof-live");	/* to tell its cost in top -H */
-#endif
 	l->running = true;
 	*out = l;
 	return 0;

@@ -242,8 +242,9 @@ int tracer_attach(struct tracer **out, pid_t pid, unsigned flags,
 		if (ret < 0)
 			goto err_detach;
 	}
-	/* Without it (no schedstat), stops count from a bound farther back. */
-	t->self_sched_fd = procfs_open_task(getpid(), gettid(), "schedstat");
+	/* Without it (no schedstat), stops count from a bound farther back.
+	 * Not under /proc/PID/task: see procfs_open_self_thread. */
+	t->self_sched_fd = procfs_open_self_thread("schedstat");
 	if (t->self_sched_fd >= 0) {
 		struct procfs_sched sc;
 
