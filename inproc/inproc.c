@@ -356,7 +356,11 @@ static void inproc_read_comm(struct inproc_thread *t)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)t->tid);
+	/* /proc/TID, not /proc/self/task/TID: an entry cached under the
+	 * process's directory is freed by its thread's exit, and the wait that
+	 * reaps the program spins while that exit is preempted (doc/cost.md,
+	 * "The reaping of cprof"). */
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)t->tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
