@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Readers of /proc/PID/task/TID/{stat,schedstat,status}. */
+/* Readers of a thread's /proc files (stat, schedstat, status, syscall), opened under /proc/TID. */
 #include "config.h"
 
 #include <ctype.h>
@@ -21,26 +21,16 @@ static const char *const syscall_names[] = {
 #include "process/syscall-names.h"
 };
 
-int procfs_open_task(pid_t pid, pid_t tid, const char *name)
-{
-	char path[96];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/%s", (int)pid, (int)tid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	return fd;
-}
-
-int procfs_open_self_thread(const char *name)
+int procfs_open_thread(pid_t tid, const char *name)
 {
 	char path[64];
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)gettid(), name);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)tid, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	return fd;
 }
 
 static ssize_t pread_all(int fd, char *buf, size_t size)
@@ -485,7 +475,7 @@ int procfs_task_fd(struct procfs_fdcache *c, struct procfs_task *t, enum procfs_
 	while (c->open >= c->budget && evict(c))
 		;
 	for (;;) {
-		fd = procfs_open_task(t->pid ? t->pid : c->pid, t->tid, task_file_names[k]);
+		fd = procfs_open_thread(t->tid, task_file_names[k]);
 		/* Out of descriptors (the budget's reserve used by something
 		 * else): make room from the cache rather than fail. */
 		if ((fd == -EMFILE || fd == -ENFILE) && evict(c))

@@ -19,20 +19,20 @@ struct procfs_stat {
 	unsigned long flags;	/* PF_* of the task */
 };
 
-/* Opens /proc/PID/task/TID/NAME read-only, close-on-exec.  Returns fd or -errno. */
-int procfs_open_task(pid_t pid, pid_t tid, const char *name);
-
 /*
- * Opens the calling thread's own NAME as /proc/TID/NAME, read-only,
- * close-on-exec.  Returns fd or -errno.  Never /proc/self/task/TID/NAME:
- * a file looked up there stays in the kernel's cache under /proc/PID, and
- * the thread's exit frees it after the thread has left its process; if the
- * thread is preempted there (a busy machine), the wait4 that reaps the
- * process spins on that entry until the thread runs again (doc/cost.md,
- * "The reaping of cprof").  The same file under /proc/TID is freed by the
- * thread's exit too, but nothing that reaps the process waits for it.
+ * Opens thread tid's NAME (stat, schedstat, syscall, comm, status) as
+ * /proc/TID/NAME, read-only, close-on-exec.  Returns fd or -errno (-ESRCH:
+ * the thread is gone).  Never /proc/PID/task/TID/NAME: a file looked up
+ * there stays in the kernel's cache under /proc/PID, and the thread's exit
+ * frees it after the thread has left its process; if the thread is
+ * preempted there (a busy machine), the wait4 that reaps the process spins
+ * on that entry until the thread runs again (doc/cost.md, "The reaping of
+ * cprof") -- cprof's own reaping, or record's of its command.  Under
+ * /proc/TID the thread's exit frees it too, but nothing that reaps the
+ * process waits for it.  The files are the thread's own, but for stat's
+ * utime and stime, which there are the whole process's.
  */
-int procfs_open_self_thread(const char *name);
+int procfs_open_thread(pid_t tid, const char *name);
 
 /* Parses a stat line read from fd (pread at 0).  Returns 0 or -errno (-ESRCH if gone). */
 int procfs_read_stat(int fd, struct procfs_stat *st);

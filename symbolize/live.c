@@ -431,7 +431,7 @@ static void *live_main(void *arg)
 #ifdef HAVE_PTHREAD_SETNAME_NP
 	/* To tell its cost in top -H.  Named by itself: naming it from another
 	 * thread writes /proc/self/task/TID/comm, an entry its exit would have
-	 * to free (see procfs_open_self_thread). */
+	 * to free (see procfs_open_thread). */
 	pthread_setname_np(pthread_self(), "cprof-live");
 #endif
 	while (!stop) {

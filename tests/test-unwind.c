@@ -332,7 +332,7 @@ static pid_t spinner_tid(pid_t pid)
 		return 0;
 	for (i = 0; i < n && !found; i++) {
 		struct procfs_stat st;
-		int fd = procfs_open_task(pid, tids[i], "stat");
+		int fd = procfs_open_thread(tids[i], "stat");
 
 		if (fd >= 0 && procfs_read_stat(fd, &st) == 0 && strcmp(st.comm, "spinner") == 0)
 			found = tids[i];

@@ -33,10 +33,10 @@ static bool traced_by_us(pid_t tid)
 
 /* A thread that is exiting answers EPERM too (it is a zombie until its
  * exit is reaped), and so does one that has gone. */
-static bool exiting(pid_t pid, pid_t tid)
+static bool exiting(pid_t tid)
 {
 	struct procfs_stat st;
-	int fd = procfs_open_task(pid, tid, "stat"), ret;
+	int fd = procfs_open_thread(tid, "stat"), ret;
 
 	if (fd < 0)
 		return true;
@@ -72,7 +72,7 @@ static int seize_pass(struct tracer *t, pid_t pid, size_t *added)
 				continue;	/* exiting: drop quietly */
 			if (e == EPERM && traced_by_us(tid)) {
 				/* Auto-attached by a clone we already trace. */
-			} else if (e == EPERM && tid != t->pid && exiting(pid, tid)) {
+			} else if (e == EPERM && tid != t->pid && exiting(tid)) {
 				continue;	/* drop quietly */
 			} else if (pid != t->pid) {
 				continue;	/* a descendant we may not trace */
@@ -242,9 +242,8 @@ int tracer_attach(struct tracer **out, pid_t pid, unsigned flags,
 		if (ret < 0)
 			goto err_detach;
 	}
-	/* Without it (no schedstat), stops count from a bound farther back.
-	 * Not under /proc/PID/task: see procfs_open_self_thread. */
-	t->self_sched_fd = procfs_open_self_thread("schedstat");
+	/* Without it (no schedstat), stops count from a bound farther back. */
+	t->self_sched_fd = procfs_open_thread(gettid(), "schedstat");
 	if (t->self_sched_fd >= 0) {
 		struct procfs_sched sc;
 
