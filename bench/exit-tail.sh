@@ -127,14 +127,15 @@ start_target() {
 # EXIT_NS to the ns from out.json written to its end (-: no output) and
 # REAP_NS to the ns from its end to its reaping.
 #
-# Its end is when its process is a zombie, not when it is reaped: under
-# this load the kernel's reaping of an exited process (release_task
-# flushing its /proc entries) has been seen to take 5-50 s for any
-# process, a python3 that sleeps as much as cprof, and that wait is the
-# reaper's.  So a subshell starts and reaps COMMAND while this loop
-# watches its state with shell builtins only (a sleep or a date would be
-# one more child to reap, stalled the same way); REAP_NS shows the
-# kernel's share apart.
+# Its end is when its process is a zombie, not when it is reaped: the
+# reaping (release_task flushing the process's /proc entries) spins for as
+# long as one of its threads' exits, preempted under this load, has not
+# finished freeing an entry cached under /proc/PID/task/TID (doc/cost.md,
+# "The reaping of cprof").  cprof caches none there, but whoever reads its
+# threads' files (ps -L, top -H) can.  So a subshell starts and reaps
+# COMMAND while this loop watches its state with shell builtins only (a
+# sleep or a date would be one more child to reap); REAP_NS shows the
+# reaping apart.
 timed() {
 	local var=$1 t0 tj="" te="" now pid="" st
 	shift
