@@ -52,6 +52,9 @@ static const struct cli_command_line top_line = {
 };
 
 /* Everything one run of top holds. */
+/* parse: the help was printed, nothing more to do (exit 0) */
+#define HELP_SHOWN (-1)
+
 struct top {
 	struct cli_session a;
 	pid_t pid;
@@ -413,6 +416,8 @@ static int block_signals(struct top *t)
 	return t->sigfd < 0 ? -errno : 0;
 }
 
+/* The command line into t.  Returns CPROF_EXIT_OK, HELP_SHOWN or the exit
+ * code. */
 static int parse(struct top *t, int argc, char **argv)
 {
 	const struct cli_option opts[] = {
@@ -430,6 +435,8 @@ static int parse(struct top *t, int argc, char **argv)
 
 	cli_session_defaults(&t->a);
 	r = cli_parse_pid_options(&top_line, opts, argc, argv, &first, &t->pid);
+	if (r == CLI_PARSE_HELP)
+		return HELP_SHOWN;
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
 	if (t->a.output && strcmp(t->a.output, "-") == 0) {
@@ -539,6 +546,8 @@ int cmd_top(int argc, char **argv)
 	int code;
 
 	code = parse(&t, argc, argv);
+	if (code == HELP_SHOWN)
+		return CPROF_EXIT_OK;
 	if (code == CPROF_EXIT_OK)
 		code = preflight(&t);
 	if (code == CPROF_EXIT_OK)
