@@ -83,7 +83,10 @@ static void unmap_rings(struct perf_rings *r)
 static int map_ring(struct perf_rings *r, int cpu, size_t bytes, long page, bool *callchain)
 {
 	struct ring *g = &r->ring[r->n];
-	int fd = perf_thread_event(0, cpu, 1000000, 8, true, callchain);
+	/* Readable once half the ring was written since the last time: the
+	 * reader, woken then, takes the records out while the other half
+	 * still has room (perf_rings_fd). */
+	int fd = perf_thread_event(0, cpu, 1000000, 8, true, bytes / 2, callchain);
 
 	if (fd == -ENODEV || fd == -EINVAL)
 		return 0;

@@ -43,7 +43,10 @@ int perf_rings_open(struct perf_rings **out, size_t ring_bytes, size_t min_bytes
 /* Unmaps the rings: no snapshot may view them any more (perf_rings_holds). */
 void perf_rings_close(struct perf_rings *r);
 
-/* The rings, their CPUs and owners' descriptors, and one's data bytes. */
+/* The rings, their CPUs and owners' descriptors, and one's data bytes.
+ * An owner's descriptor polls readable (POLLIN, once) each time half its
+ * ring was written since the last time: a reader that sleeps until then
+ * (or a bound of its own) finds the other half free. */
 unsigned perf_rings_count(const struct perf_rings *r);
 int perf_rings_cpu(const struct perf_rings *r, unsigned i);
 int perf_rings_fd(const struct perf_rings *r, unsigned i);

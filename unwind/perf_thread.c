@@ -106,7 +106,7 @@ static void fill_attr(struct perf_event_attr *a, uint64_t period_ns, size_t stac
 
 static int open_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 		      bool exclude_kernel, bool callchain, bool user_chain, bool disabled,
-		      unsigned follow)
+		      size_t wake_bytes, unsigned follow)
 {
 	struct perf_event_attr a;
 	long fd;
@@ -114,27 +114,30 @@ static int open_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 	fill_attr(&a, period_ns, stack_size, exclude_kernel, callchain, user_chain, follow);
 	if (disabled) {
 		/* A ring's owner: it never counts, so never samples, nor
-		 * reports the calling thread's renames and mappings.  Nobody
-		 * polls the ring: the reader comes on its own schedule, so the
-		 * kernel never needs to wake anyone. */
+		 * reports the calling thread's renames and mappings.  Its
+		 * descriptor polls readable each time the threads' events
+		 * wrote wake_bytes into the ring (the watermark is the
+		 * ring's, whoever writes); 0: never, the reader comes on its
+		 * own schedule. */
 		a.disabled = 1;
 		a.comm = a.mmap = a.mmap2 = 0;
 		a.watermark = 1;
-		a.wakeup_watermark = UINT32_MAX >> 1;
+		a.wakeup_watermark = wake_bytes && wake_bytes < UINT32_MAX >> 1 ?
+				     (uint32_t)wake_bytes : UINT32_MAX >> 1;
 	}
 	fd = syscall(SYS_perf_event_open, &a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	return fd < 0 ? -errno : (int)fd;
 }
 
 int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size, bool disabled,
-		      bool *callchain)
+		      size_t wake_bytes, bool *callchain)
 {
 	int allowed = __atomic_load_n(&kernel_allowed, __ATOMIC_RELAXED);
 	int fd;
 
 	if (allowed != 0) {
 		fd = open_event(tid, cpu, period_ns, stack_size, false, *callchain, false, disabled,
-				0);
+				wake_bytes, 0);
 		if (fd != -EACCES && fd != -EPERM) {
 			if (fd >= 0)
 				__atomic_store_n(&kernel_allowed, 1, __ATOMIC_RELAXED);
@@ -142,7 +145,7 @@ int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 		}
 	}
 	*callchain = false;
-	fd = open_event(tid, cpu, period_ns, stack_size, true, false, false, disabled, 0);
+	fd = open_event(tid, cpu, period_ns, stack_size, true, false, false, disabled, wake_bytes, 0);
 	if (fd >= 0)
 		__atomic_store_n(&kernel_allowed, 0, __ATOMIC_RELAXED);
 	return fd;
@@ -151,7 +154,7 @@ int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size,
 int perf_thread_probe(void)
 {
 	bool callchain = false;
-	int fd = perf_thread_event(0, -1, 10000000, 64, false, &callchain);
+	int fd = perf_thread_event(0, -1, 10000000, 64, false, 0, &callchain);
 
 	if (fd < 0)
 		return fd;
@@ -161,7 +164,7 @@ int perf_thread_probe(void)
 
 int perf_thread_probe_inherit(void)
 {
-	int fd = open_event(0, 0, 10000000, 64, true, false, false, false, PERF_THREAD_INHERIT);
+	int fd = open_event(0, 0, 10000000, 64, true, false, false, false, 0, PERF_THREAD_INHERIT);
 
 	if (fd < 0)
 		return fd;
@@ -194,7 +197,7 @@ static int open_slot(struct perf_thread *pt, unsigned i, uint64_t period_ns)
 
 	fd = open_event(pt->tid, perf_rings_cpu(pt->rings, i), period_ns, pt->stack_size,
 			__atomic_load_n(&kernel_allowed, __ATOMIC_RELAXED) == 0, callchain,
-			pt->user_chain, false, pt->follow);
+			pt->user_chain, false, 0, pt->follow);
 	if (fd < 0)
 		return fd;
 	pt->ev[i].fd = fd;

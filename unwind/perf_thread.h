@@ -121,11 +121,13 @@ int perf_thread_set_period(struct perf_thread *pt, unsigned slot, uint64_t perio
 /*
  * The descriptor of a task-clock event on tid (0: the caller) on cpu,
  * sampling as perf_thread_open's do; disabled: one that never samples,
- * the owner of a ring (perf_rings).  *callchain (in: the kernel's call
- * chain asked for) says whether samples carry it.  Returns it or -errno.
+ * the owner of a ring (perf_rings), whose descriptor polls readable
+ * (POLLIN, once) each time wake_bytes more were written into its ring
+ * (0: never).  *callchain (in: the kernel's call chain asked for) says
+ * whether samples carry it.  Returns it or -errno.
  */
 int perf_thread_event(pid_t tid, int cpu, uint64_t period_ns, size_t stack_size, bool disabled,
-		      bool *callchain);
+		      size_t wake_bytes, bool *callchain);
 
 /*
  * Whether perf events can sample another process's threads here, with the

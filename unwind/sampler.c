@@ -548,6 +548,13 @@ static int session_loop(struct sampler *s)
 			report_progress(s, start, cpu0, now);
 			next_progress = now + PROGRESS_NS;
 		}
+		/* A source's descriptor woke the wait (a perf ring half
+		 * full): its tick is now, and the next one a gap after it. */
+		if (s->pending_events & TRACER_EV_WAKE) {
+			s->pending_events &= ~TRACER_EV_WAKE;
+			if (next > now)
+				next = now;
+		}
 		if (now >= next) {
 			r = tick_and_schedule(s, &next, period);
 		} else {

@@ -30,17 +30,16 @@
 #include "unwind/source_perf.h"
 
 /* A CPU's ring holds this many samples at least: a CPU runs one thread at
- * a time, so its task clocks take about one sample a period together; the
- * rings are emptied every DRAIN_PERIODS periods or so (at most 1.5 times
- * that, 6 samples at the shortest period), and the slack is for a tracing
- * thread that waits for a CPU and for threads that just started (their
- * first period is short). */
+ * a time, so its task clocks take about one sample a period together; a
+ * ring wakes the sampling thread once half of it was written (perf_rings_fd),
+ * and the other half is slack for a sampling thread that waits for a CPU
+ * and for the records still viewed by samples being unwound. */
 #define RING_RECORDS 14u
 /* ... and this many at least, or the rings' memory budget is used up. */
 #define RING_RECORDS_MIN 4u
-/* ... and emptied every DRAIN_PERIODS periods on average, at random gaps:
- * see perf_tick_period. */
-#define DRAIN_PERIODS 4u
+/* ... and emptied at least every DRAIN_PERIODS periods on average, at
+ * random gaps: see perf_tick_period. */
+#define DRAIN_PERIODS 16u
 /* ... and the rings of deeper copies (perf_grow) hold this many. */
 #define RING_RECORDS_DEEP 8u
 /* The stack each sample carries, unless --stack-size asks for less: the
@@ -48,8 +47,16 @@
 #define STACK_DEFAULT (16u << 10)
 
 /*
- * The gaps.  The ticks only empty the rings, every DRAIN_PERIODS periods
- * on average, at random gaps as the stop source's ticks.
+ * The gaps.  The ticks only empty the rings: when one of them is half
+ * full (its descriptor wakes the sampling thread: perf_rings_fd), and at
+ * the latest DRAIN_PERIODS periods after the last, on average, at random
+ * gaps as the stop source's ticks.  A wake-up is most of what a drain
+ * costs (the sleep, the switches in and out): when a loaded machine gives
+ * the threads little CPU, the bound is what sets the samples each finds,
+ * 1.6 at 4 periods on bench/go-work at load 30.  The bound keeps a
+ * sample's unwinding near its moment (the maps it is read against, a Go
+ * goroutine's stack read then) and the threads born meanwhile known soon;
+ * a session's end (-d, a signal, the target's exit) wakes it anyway.
  *
  * The kernel samples a thread at a fixed period until cprof draws another
  * (perf_src_gap, every LATTICE samples): the samples in between are a
@@ -59,11 +66,15 @@
  * work, and a share has the variance of independent samples, whatever the
  * lattice's length.  Simulated (bench/lattice-sim.py: 70/30 work
  * repeating every 0.5 to 33 ms, 100 samples at 100 Hz), the sd is the same
- * for lattices of 1, 3, 6 and 8 samples; long ones only fatten the far
- * tails a little.  A draw costs an ioctl that waits for the thread's CPU
- * (an IPI, about 35 us of cprof's time on this VM): at one draw every 3
- * samples it was a third of cprof's CPU on xz at 100 Hz, and the
- * emptyings' wake-ups a fifth.
+ * for lattices of 1, 3, 6, 8 and 16 samples; long ones only fatten the
+ * far tails a little (more than 14 points off: 0.6-0.9% of runs at 16,
+ * 0.1-0.3% at 8, 1.3-2.3% at 24-32).  A draw costs an ioctl that waits
+ * for the thread's CPU (an IPI, about 35 us of cprof's time on this VM):
+ * at one draw every 3 samples it was a third of cprof's CPU on xz at 100
+ * Hz, and the emptyings' wake-ups a fifth; at one every 8, 13% of the
+ * sampling thread's on bench/go-work.  A draw takes effect at the drain
+ * that reads the LATTICE-th sample, so when a drain finds more than that
+ * of one thread, its lattices are as long as the drains' gaps.
  */
 static uint64_t perf_tick_period(const struct sampler *s)
 {
@@ -205,6 +216,8 @@ static void close_rings(struct sampler *s)
 
 	if (!ps || !ps->rings)
 		return;
+	if (s->tracer)
+		tracer_set_wake_fds(s->tracer, NULL, 0);
 	for (i = 0; i < s->n_snaps; i++) {
 		if (snap_viewing(&s->snaps[i]) && perf_rings_holds(ps->rings, s->snaps[i].stack))
 			snap_keep(&s->snaps[i]);
@@ -602,6 +615,24 @@ static int perf_take(struct sampler *s, struct tracer_thread *th)
 	return r;
 }
 
+/* The sampling thread's waits end when a ring is half full (see
+ * perf_tick_period).  Returns 0 or -ENOMEM. */
+static int wake_on_rings(struct sampler *s, const struct perf_state *ps)
+{
+	unsigned i, n = perf_rings_count(ps->rings);
+	int fds[64], *all = n <= 64 ? fds : calloc(n, sizeof(*all));
+	int r;
+
+	if (!all)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		all[i] = perf_rings_fd(ps->rings, i);
+	r = tracer_set_wake_fds(s->tracer, all, n);
+	if (all != fds)
+		free(all);
+	return r;
+}
+
 /* The threads there at start were offered: with none of them taken, the
  * source is refused (or, asked for by name, an error). */
 static int perf_started(struct sampler *s)
@@ -613,6 +644,9 @@ static int perf_started(struct sampler *s)
 	ps->starting = false;
 	if (ps->opened) {
 		s->stats.source = SAMPLER_SOURCE_PERF;
+		r = wake_on_rings(s, ps);
+		if (r < 0)
+			return r;
 		for (i = 0; i < s->n_procs; i++) {
 			if (procs_announce_gap(s->procs[i]) < 0)
 				return -ENOMEM;

@@ -16,7 +16,7 @@
 /* A thread's sampling period is drawn anew at the first emptying that
  * finds it took this many samples at the current one: see source_perf.c's
  * perf_tick_period. */
-#define LATTICE 8u
+#define LATTICE 16u
 
 struct perf_state {
 	bool starting;		/* offered the threads there at start */

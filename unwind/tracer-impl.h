@@ -10,6 +10,7 @@
 #ifndef CPROF_UNWIND_TRACER_IMPL_H
 #define CPROF_UNWIND_TRACER_IMPL_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,12 @@ struct tracer {
 	int sigfd;
 	int pidfd;		/* TRACER_WATCH: the root's pidfd (readable once it exited), or -1 */
 	bool root_exited;	/* ... and it was */
+	/* What a wait polls: sigfd, pidfd, then n_wake descriptors of
+	 * tracer_set_wake_fds; one of those was readable since the last
+	 * tracer_poll (woken). */
+	struct pollfd *pfd;
+	size_t n_wake;
+	bool woken;
 	const struct tracer_ops *ops;
 	void *arg;
 	struct tracer_thread **threads;

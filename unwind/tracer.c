@@ -157,24 +157,54 @@ static int reap_wanted(struct tracer *t)
  * came.  Returns 0 or -errno. */
 static int wait_signal(struct tracer *t, uint64_t timeout_ns)
 {
-	struct pollfd pfd[2] = {
-		{ .fd = t->sigfd, .events = POLLIN },
-		{ .fd = t->pidfd, .events = POLLIN },	/* (-1: ignored) */
-	};
+	struct pollfd two[2], *pfd = t->pfd ? t->pfd : two;
 	struct timespec ts;
 	uint64_t enter = cprof_now_ns();
+	size_t i;
 
+	pfd[0] = (struct pollfd){ .fd = t->sigfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = t->pidfd, .events = POLLIN };	/* (-1: ignored) */
 	/* Each wait is the watchdog's turn (unwind/priority.h). */
 	prio_watch(enter);
 	ts.tv_sec = (time_t)(timeout_ns / 1000000000u);
 	ts.tv_nsec = (long)(timeout_ns % 1000000000u);
-	if (ppoll(pfd, 2, &ts, NULL) < 0 && errno != EINTR)
+	if (ppoll(pfd, 2 + t->n_wake, &ts, NULL) < 0 && errno != EINTR)
 		return -errno;
 	if (pfd[1].revents)
 		tracer_watch_exited(t);
+	for (i = 0; i < t->n_wake; i++)
+		t->woken |= (pfd[2 + i].revents & POLLIN) != 0;
 	t->look_ns = cprof_now_ns();
 	tracer_reach_after_wait(t, enter, t->look_ns);
 	return read_signals(t);
+}
+
+int tracer_set_wake_fds(struct tracer *t, const int *fds, size_t n)
+{
+	struct pollfd *pfd = NULL;
+	size_t i;
+
+	if (n) {
+		pfd = calloc(2 + n, sizeof(*pfd));
+		if (!pfd)
+			return -ENOMEM;
+		for (i = 0; i < n; i++)
+			pfd[2 + i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	}
+	free(t->pfd);
+	t->pfd = pfd;
+	t->n_wake = n;
+	t->woken = false;
+	return 0;
+}
+
+/* The status mask, with TRACER_EV_WAKE once after a wake-up. */
+static int events_mask(struct tracer *t)
+{
+	int m = status_mask(t) | (t->woken ? TRACER_EV_WAKE : 0);
+
+	t->woken = false;
+	return m;
 }
 
 int tracer_poll(struct tracer *t, uint64_t timeout_ns)
@@ -195,14 +225,14 @@ int tracer_poll(struct tracer *t, uint64_t timeout_ns)
 				tracer_watch_exited(t);
 		}
 	}
-	if ((t->undrained && drain(t) > 0) || timeout_ns == 0 || status_mask(t))
-		return status_mask(t);
+	if ((t->undrained && drain(t) > 0) || timeout_ns == 0 || status_mask(t) || t->woken)
+		return events_mask(t);
 	r = wait_signal(t, timeout_ns);
 	if (r < 0)
 		return r;
 	if (t->undrained)
 		drain(t);
-	return status_mask(t);
+	return events_mask(t);
 }
 
 int tracer_wait_stops(struct tracer *t, uint64_t timeout_ns)
@@ -317,6 +347,7 @@ void tracer_release(struct tracer *t, struct tracer_stats *final)
 		close(t->pidfd);
 	if (t->self_sched_fd >= 0)
 		close(t->self_sched_fd);
+	free(t->pfd);
 	free(t->wanted);
 	free(t->threads);
 	cprof_htab_free(&t->by_tid);

@@ -113,6 +113,7 @@ struct tracer_stats {
 enum {
 	TRACER_EV_STOP_REQUESTED = 1 << 0, /* SIGINT, SIGTERM or SIGHUP reached cprof */
 	TRACER_EV_GONE = 1 << 1,	    /* the target (the root process) has no threads left */
+	TRACER_EV_WAKE = 1 << 2,	    /* a descriptor of tracer_set_wake_fds is readable */
 };
 
 /* tracer_run_tree's flags. */
@@ -257,6 +258,14 @@ int tracer_interrupt(struct tracer *t, struct tracer_thread *th);
  * (0: do not wait).  Returns a mask of TRACER_EV_* or -errno.
  */
 int tracer_poll(struct tracer *t, uint64_t timeout_ns);
+
+/*
+ * Descriptors whose readability (POLLIN) ends a wait as well (tracer_poll's
+ * and tracer_wait_stops'): the next tracer_poll reports it once, as
+ * TRACER_EV_WAKE.  The n descriptors are copied (n 0: none); the caller
+ * keeps them open while they are set.  Returns 0 or -ENOMEM.
+ */
+int tracer_set_wake_fds(struct tracer *t, const int *fds, size_t n);
 
 /*
  * Serves events until no interrupt is outstanding, the target is gone or
