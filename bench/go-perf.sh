@@ -6,14 +6,17 @@
 # frame-pointer walk where a stack switches), by cprof at stops, and by
 # perf record -g, in the same run.
 #
-#   bench/go-perf.sh [BUILDDIR]
+#   bench/go-perf.sh [BUILDDIR [BASELINE_BUILDDIR]]
 #
+# BASELINE_BUILDDIR, if given, holds another cprof, run as "baseline auto"
+# on the same windows, so that two builds are compared in the same run.
 # Variants, each on a window of GO_PERF_SECS (default 4) of the same running
 # program, in an order rotated from round to round; GO_PERF_RUNS rounds
 # (default 3), at GO_PERF_HZ samples per second (default 100):
 #   unprofiled          nothing attached
 #   cprof auto          cprof attach (auto: perf events for a Go program)
 #   cprof ptrace        cprof attach --source ptrace (stops)
+#   baseline auto       BASELINE_BUILDDIR's cprof attach, when given
 #   perf record -g      perf record -g -F HZ -p PID (frame pointers), when
 #                       perf runs here; else the row is left out
 # Per row, the median over rounds (min and max) of:
@@ -30,6 +33,9 @@
 #   sig/smp   cprof: signals it passed on (Go's preemption, SIGURG) per
 #             sample: the threads are still ptrace-seized, so each signal
 #             stops its thread until cprof passes it on, in cprof's time
+#   drains/s  cprof: emptyings of the perf rings a second (--json
+#             perf.drains), each a wake-up of the sampling thread
+#   load      the 1-minute load average at the end of each window
 # The load average is printed at the start and the end.  Figures only: it
 # never fails on a timing.  Exit status 1 only on a real error (no cprof,
 # no go, a tool failed).
@@ -41,8 +47,15 @@ ME=go-perf
 . "$HERE/lib.sh"
 
 BUILD=${1:-./build}
+BASE=${2:-}
 GO=${GO:-go}
 bench_cprof "$BUILD"
+NEW_CPROF=$CPROF
+if [ -n "$BASE" ]; then
+	bench_cprof "$BASE"
+	BASE_CPROF=$CPROF
+	CPROF=$NEW_CPROF
+fi
 bench_knobs GO_PERF 3 4 100
 bench_needs python3 "to read cprof --json"
 bench_needs "$GO" "to build the Go program"
@@ -55,6 +68,7 @@ export GOCACHE=${GOCACHE:-$WORK/gocache} GOPATH=${GOPATH:-$WORK/gopath} GOFLAGS=
 
 PERF_NOTE=""
 VARIANTS=(unprofiled auto ptrace)
+[ -z "$BASE" ] || VARIANTS+=(base)
 if command -v perf >/dev/null 2>&1 && perf record -q -o "$WORK/probe.data" -- true >/dev/null 2>&1; then
 	VARIANTS+=(perf)
 else
@@ -66,28 +80,33 @@ work() { cat "$WORK/count" 2>/dev/null || echo 0; }
 # cpu_of FILE: user + system seconds from a /usr/bin/time -f "%U %S" line.
 cpu_of() { awk 'END { printf "%.6f\n", $1 + $2 }' "$1"; }
 
-# cprof_row SOURCE: one cprof attach; sets n, rooted, cpu, loop, sig.
+# cprof_row SOURCE [CPROF]: one cprof attach; sets n, rooted, cpu, loop,
+# sig, drains.
 cprof_row() {
-	/usr/bin/time -f "%U %S" -o "$WORK/time" "$BUILD/cprof" attach -p "$TPID" -d "${SECS}s" \
+	/usr/bin/time -f "%U %S" -o "$WORK/time" "${2:-$CPROF}" attach -p "$TPID" -d "${SECS}s" \
 		-F "$HZ" --source "$1" -q --json -o "$WORK/p.pb.gz" >"$WORK/j" 2>"$WORK/err" ||
 		die "cprof --source $1 failed: $(cat "$WORK/err")"
-	read -r n rooted loop sig src < <(python3 -c 'import json, sys
+	read -r n rooted loop sig src drains < <(python3 -c 'import json, sys
 d = json.load(open(sys.argv[1])); n = d["samples"]; u = d["unwind"]
+drains = d.get("perf", {}).get("drains") if d["source"] == "perf" else None
 print(n, "%.1f" % (100 * u["complete"] / max(n, 1)), "%.1f" % (d["cprof_cpu_ns"] / 1e3 / max(n, 1)),
-      "%.2f" % (d["signals_reinjected"] / max(n, 1)), d["source"])' "$WORK/j") || die "cannot read cprof --json: $(head -c 300 "$WORK/j")"
+      "%.2f" % (d["signals_reinjected"] / max(n, 1)), d["source"],
+      "%.1f" % (drains / (d["elapsed_ns"] / 1e9)) if drains else "-")' "$WORK/j") || die "cannot read cprof --json: $(head -c 300 "$WORK/j")"
 	[ "$1" != auto ] || [ "$src" = perf ] || echo "note: cprof auto sampled with $src" >>"$WORK/notes"
 	cpu=$(cpu_of "$WORK/time")
 }
 
 # run_variant NAME: one window of the program under NAME; appends a line
-# "NAME work/s samples rooted% us/smp loop_us/smp sig/smp cpu%" to $WORK/rows.
+# "NAME work/s samples rooted% us/smp loop_us/smp sig/smp cpu% drains/s
+# load" to $WORK/rows.
 run_variant() {
-	local v=$1 w0 w1 t0 t1 n=0 rooted=- cpu=- loop=- sig=-
+	local v=$1 w0 w1 t0 t1 n=0 rooted=- cpu=- loop=- sig=- drains=-
 	w0=$(work)
 	t0=$(date +%s%N)
 	case $v in
 	unprofiled) sleep "$SECS" ;;
 	auto|ptrace) cprof_row "$v" ;;
+	base) cprof_row auto "$BASE_CPROF" ;;
 	perf)
 		/usr/bin/time -f "%U %S" -o "$WORK/time" perf record -q -g -F "$HZ" -p "$TPID" \
 			-o "$WORK/perf.data" -- sleep "$SECS" >"$WORK/err" 2>&1 || die "perf record failed: $(cat "$WORK/err")"
@@ -101,9 +120,10 @@ run_variant() {
 	t1=$(date +%s%N)
 	w1=$(work)
 	awk -v v="$v" -v w=$((w1 - w0)) -v ns=$((t1 - t0)) -v n="${n:-0}" -v r="$rooted" -v c="$cpu" -v l="$loop" \
-		-v g="$sig" -v secs="$SECS" 'BEGIN { printf "%s %.1f %d %s %s %s %s %s\n", v, w / (ns / 1e9), n, r,
+		-v g="$sig" -v secs="$SECS" -v d="$drains" -v load="$(cut -d' ' -f1 /proc/loadavg)" \
+		'BEGIN { printf "%s %.1f %d %s %s %s %s %s %s %s\n", v, w / (ns / 1e9), n, r,
 			 c == "-" || n == 0 ? "-" : sprintf("%.1f", c * 1e6 / n), l, g,
-			 c == "-" ? "-" : sprintf("%.2f", 100 * c / secs) }' >>"$WORK/rows"
+			 c == "-" ? "-" : sprintf("%.2f", 100 * c / secs), d, load }' >>"$WORK/rows"
 }
 
 : >"$WORK/rows"
@@ -129,8 +149,8 @@ python3 - "$WORK/rows" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
-    v, w, n, rooted, us, loop, sig, cpu = line.split()
-    rows.setdefault(v, []).append((float(w), int(n), rooted, us, loop, sig, cpu))
+    v, w, n, rooted, us, loop, sig, cpu, drains, load = line.split()
+    rows.setdefault(v, []).append((float(w), int(n), rooted, us, loop, sig, cpu, drains, load))
 def med(xs, fmt="%.1f"):
     xs = [float(x) for x in xs if x != "-"]
     if not xs:
@@ -138,18 +158,19 @@ def med(xs, fmt="%.1f"):
     return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(xs), min(xs), max(xs))
 base = statistics.median(r[0] for r in rows["unprofiled"])
 names = {"unprofiled": "unprofiled", "auto": "cprof (auto: perf)", "ptrace": "cprof --source ptrace",
-         "perf": "perf record -g"}
-print("%-22s %-24s %-6s %-8s %-18s %-22s %-20s %-18s %s" % ("variant", "work/s", "loss%",
-      "samples", "rooted%", "us/smp", "loop us/smp", "sig/smp", "cpu%"))
-for v in ("unprofiled", "auto", "ptrace", "perf"):
+         "base": "baseline auto", "perf": "perf record -g"}
+print("%-22s %-24s %-6s %-8s %-18s %-22s %-20s %-18s %-20s %-18s %s" % ("variant", "work/s", "loss%",
+      "samples", "rooted%", "us/smp", "loop us/smp", "sig/smp", "cpu%", "drains/s", "load"))
+for v in ("unprofiled", "auto", "base", "ptrace", "perf"):
     if v not in rows:
         continue
     r = rows[v]
     w = statistics.median(x[0] for x in r)
-    print("%-22s %-24s %-6.1f %-8d %-18s %-22s %-20s %-18s %s" % (names[v],
+    print("%-22s %-24s %-6.1f %-8d %-18s %-22s %-20s %-18s %-20s %-18s %s" % (names[v],
           med([x[0] for x in r], "%.0f"), 100 * (1 - w / base) if base else 0,
           statistics.median(x[1] for x in r), med([x[2] for x in r]), med([x[3] for x in r]),
-          med([x[4] for x in r]), med([x[5] for x in r], "%.2f"), med([x[6] for x in r], "%.2f")))
+          med([x[4] for x in r]), med([x[5] for x in r], "%.2f"), med([x[6] for x in r], "%.2f"),
+          med([x[7] for x in r]), med([x[8] for x in r])))
 def m(v, i):
     xs = [float(x[i]) for x in rows.get(v, []) if x[i] != "-"]
     return statistics.median(xs) if xs else None
@@ -158,4 +179,7 @@ if a and p:
     print("cprof (auto) whole CPU a sample: %.2fx perf record -g's" % (a / p))
 if l:
     print("cprof (auto) sampling thread: %.1f us a sample (goal: 25)" % l)
+b = m("base", 4)
+if l and b:
+    print("cprof (auto) sampling thread: %.2fx the baseline's (%.1f us a sample)" % (l / b, b))
 PY

@@ -285,8 +285,10 @@ for target in ("segv", "usr1", "java"):
     for hz in ("100", "1000"):
         a, b = meds.get((target, "new/" + hz)), meds.get((target, "base/" + hz))
         if a and b and b[0] and b[3]:
-            print("%s %s Hz: signals/s %.2fx the baseline's, cprof CPU %.2fx, CPU per signal %s" %
+            print("%s %s Hz: signals/s %.2fx the baseline's, cprof CPU %.2fx, CPU per sample %s, "
+                  "CPU per signal %s" %
                   (target, hz, a[0] / b[0], a[3] / b[3],
+                   "%.2fx" % (a[4] / b[4]) if a[4] and b[4] else "-",
                    "%.2fx" % (a[5] / b[5]) if a[5] and b[5] else "-"))
 EOF
 echo
