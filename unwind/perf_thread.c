@@ -28,6 +28,7 @@ struct perf_ev {
 	int fd;
 	uint64_t last_count;	/* the task clock at its last sample taken out */
 	unsigned lattice;	/* samples it took at its current period */
+	bool drawn;		/* its period was drawn since its first gap */
 };
 
 struct perf_thread {
@@ -318,9 +319,14 @@ uint64_t perf_thread_sampled(struct perf_thread *pt, unsigned slot, uint64_t cou
 
 	e->last_count = count;
 	pt->owed = 0;
-	*redraw = ++e->lattice >= lattice;
-	if (*redraw)
+	/* The first gap is short (a thread that lives less than a period
+	 * is still sampled): drawn anew at its first sample, or a busy
+	 * thread's first lattice would be sampled that much faster. */
+	*redraw = ++e->lattice >= lattice || !e->drawn;
+	if (*redraw) {
 		e->lattice = 0;
+		e->drawn = true;
+	}
 	return ns;
 }
 

@@ -98,8 +98,8 @@ bool perf_thread_user_chain(const struct perf_thread *pt);
 /* A sample of its event slot read count (the event's CPU time): returns
  * the thread's CPU time the sample stands for, since the event's previous
  * sample (what perf_thread_carry added included), and whether the event
- * took LATTICE samples at its period (*redraw: see
- * perf_thread_set_period). */
+ * took lattice samples at its period, or this is its first sample, taken
+ * at its first gap (*redraw: see perf_thread_set_period). */
 uint64_t perf_thread_sampled(struct perf_thread *pt, unsigned slot, uint64_t count,
 			     unsigned lattice, bool *redraw);
 

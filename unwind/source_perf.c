@@ -94,7 +94,8 @@ uint64_t perf_src_gap(struct sampler *s)
 /* A new thread's first period: shorter, so that a thread that lives less
  * than a period (a pool's short task) is sampled about as often as the
  * stop source's ticks find it running; not much shorter, since it holds
- * until the first emptying of the ring. */
+ * until the drain that reads the thread's first sample (a thread whose
+ * events are inherited, its parent's, keeps it: see redraw_forked). */
 uint64_t perf_src_first_gap(struct sampler *s)
 {
 	return s->period_ns / 4 + samp_period_fraction(s) * 3 / 4;
