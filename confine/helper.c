@@ -25,8 +25,11 @@
 
 /* How long a helper that was told to go, or that hung up, may take to exit. */
 #define EXIT_GRACE_MS 1000
-/* How long a new helper may take to say it is confined. */
-#define READY_MS 10000
+/* How long a new helper may take to say it is confined: it is cprof
+ * executed afresh, whose pages a disk busy with writes may take seconds to
+ * read back (10 s was too short under exit-tail.test's fsync writer on a
+ * loaded machine); as long as a call may take. */
+#define READY_MS 30000
 
 struct conf_helper {
 	struct conf_opts o;
