@@ -57,6 +57,7 @@ int sess_create(struct sess **out, const struct sess_opts *o)
 	if (!s)
 		return -ENOMEM;
 	s->o = *o;
+	so.helper = o->helper;	/* the copies are walked there too */
 	/* A tree's processes come and go while it runs: the progress callback
 	 * (every 250 ms) is where they are learned.  One process needs none,
 	 * and a session without a status line no extra wake-up. */

@@ -73,7 +73,7 @@ struct samp_proc *samp_proc_of(struct sampler *s, pid_t pid)
 			return s->procs[i];
 	}
 	if (cprof_grow(&s->procs, &s->cap_procs, s->n_procs + 1, sizeof(*s->procs), 8) < 0 ||
-	    procs_create(&p, pid, s->mods, NULL) < 0) {
+	    procs_create(&p, pid, s->mods, NULL, s->o.helper) < 0) {
 		s->error = -ENOMEM;
 		return NULL;
 	}

@@ -26,7 +26,7 @@ static void read_name(struct samp_proc *p)
 }
 
 int procs_create(struct samp_proc **out, pid_t pid, struct proc_modules *store,
-		 struct proc_modules **store_out)
+		 struct proc_modules **store_out, struct conf_helper *helper)
 {
 	struct samp_proc *p = calloc(1, sizeof(*p));
 	int ret;
@@ -46,6 +46,12 @@ int procs_create(struct samp_proc **out, pid_t pid, struct proc_modules *store,
 	ret = remote_create(&p->unwinder, pid, p->mods, &p->maps);
 	if (ret < 0)
 		goto err;
+	/* the maps are p->maps at every walk: procs_use_maps swaps contents */
+	ret = helper ? remote_client_create(&p->client, helper, p->mods, &p->maps) : 0;
+	if (ret < 0) {
+		remote_destroy(p->unwinder);
+		goto err;
+	}
 	read_name(p);
 	if (!store)
 		*store_out = p->mods;
@@ -62,6 +68,8 @@ void procs_retire(struct samp_proc *p)
 {
 	remote_destroy(p->unwinder);
 	p->unwinder = NULL;
+	remote_client_destroy(p->client);
+	p->client = NULL;
 	proc_maps_free(&p->maps);
 	proc_maps_free(&p->stop_maps);
 	p->stop_maps_valid = false;
@@ -172,6 +180,15 @@ struct remote_unwinder *procs_unwinder(struct samp_proc *p)
 		p->flushed_gen = p->maps_gen;
 	}
 	return p->unwinder;
+}
+
+struct remote_client *procs_client(struct samp_proc *p)
+{
+	if (p->client && p->client_gen != p->maps_gen) {
+		remote_client_flush(p->client);
+		p->client_gen = p->maps_gen;
+	}
+	return p->client;
 }
 
 /*

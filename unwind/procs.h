@@ -23,6 +23,7 @@
 #include "process/maps.h"
 #include "process/modules.h"
 #include "unwind/remote.h"
+#include "unwind/remote_client.h"
 
 struct samp_proc {
 	pid_t pid;
@@ -50,6 +51,9 @@ struct samp_proc {
 	size_t n_threads;	/* traced threads now */
 	struct proc_modules *mods;
 	struct remote_unwinder *unwinder;
+	/* its walker in the confined parser (procs_create's helper), or NULL */
+	struct remote_client *client;
+	uint64_t client_gen;	/* the maps_gen the client was flushed at */
 	struct samp_py_proc *py;	/* its CPython reader (python_sample.c), or NULL */
 	uint64_t samples;	/* samples taken of its threads */
 	uint64_t value_ns;	/* their cpu or wall time */
@@ -58,10 +62,11 @@ struct samp_proc {
 /*
  * A record for process pid.  store NULL: pid is the root, and store_out
  * gets its table, which every later process shares (store_out may then
- * not be NULL).  Returns 0 or -errno.
+ * not be NULL).  helper: NULL, or the confined parser its copies are
+ * walked in (procs_client).  Returns 0 or -errno.
  */
 int procs_create(struct samp_proc **out, pid_t pid, struct proc_modules *store,
-		 struct proc_modules **store_out);
+		 struct proc_modules **store_out, struct conf_helper *helper);
 
 /* Frees p; a root's table (the store) is the caller's to destroy after
  * every other record. */
@@ -101,6 +106,11 @@ bool procs_may_reread(const struct samp_proc *p, uint64_t now_ns);
 /* The unwinder, flushed first if the maps changed since it last was;
  * NULL once p is retired. */
 struct remote_unwinder *procs_unwinder(struct samp_proc *p);
+
+/* The walker in the parser, told first that the maps or the modules
+ * changed if they did since it last was; NULL: none (no parser, or p is
+ * retired). */
+struct remote_client *procs_client(struct samp_proc *p);
 
 /* perf source: an executable mapping the kernel announced (PERF_RECORD_MMAP2)
  * for p.  Returns 0 or -ENOMEM. */

@@ -110,8 +110,10 @@ static void count_pages(struct sampler *s, struct remote_unwinder *u)
 	s->stats.pages_memory += from_memory;
 }
 
-size_t samp_unwind_snap(struct sampler *s, struct samp_proc *p, const struct snap *sn,
-			enum remote_end *end, size_t *used, bool *ran_off)
+/* samp_unwind_snap in this process (no parser, or a walk the parser
+ * could not finish). */
+static size_t unwind_here(struct sampler *s, struct samp_proc *p, const struct snap *sn,
+			  enum remote_end *end, size_t *used, bool *ran_off)
 {
 	struct remote_unwinder *u = procs_unwinder(p);
 	size_t n = remote_unwind(u, sn, s->frames, s->o.max_frames, end);
@@ -142,6 +144,87 @@ size_t samp_unwind_snap(struct sampler *s, struct samp_proc *p, const struct sna
 		return n2;
 	}
 	return n;
+}
+
+/* The parser's pages and walks counted, after a call on p's walker. */
+static void count_parser(struct sampler *s, struct samp_proc *p, size_t walks)
+{
+	uint64_t from_file, from_memory;
+
+	remote_client_take_pages(p->client, &from_file, &from_memory);
+	s->stats.pages_file += from_file;
+	s->stats.pages_memory += from_memory;
+	s->stats.walks_parser += walks;
+}
+
+/* One copy walked in the parser into frames.  Returns the frame count. */
+static size_t walk_one(struct sampler *s, struct samp_proc *p, const struct snap *sn,
+		       struct prof_frame *frames, struct remote_walk *w)
+{
+	struct remote_client *c = procs_client(p);
+
+	*w = (struct remote_walk){ .frames = frames };
+	if (remote_client_unwind(c, &sn, w, 1, s->o.max_frames) < 0) {
+		w->n_frames = 0;
+		w->end = REMOTE_END_ERROR;
+		return 0;
+	}
+	count_parser(s, p, 1);
+	return w->n_frames;
+}
+
+/*
+ * What comes after the parser's walk w of sn (its frames in s->frames,
+ * walked under maps_gen): a walk that needed the target's memory (a Go
+ * g0 or cgo stack read live, code no file holds) is made again here,
+ * whole, as without a parser; a walk whose frames say the maps are stale
+ * is made again in the parser with fresh ones (as unwind_here), or with
+ * those another copy's retry read since.  Returns the frame count.
+ */
+static size_t after_parser(struct sampler *s, struct samp_proc *p, const struct snap *sn,
+			   const struct remote_walk *w, uint64_t maps_gen, enum remote_end *end,
+			   size_t *used, bool *ran_off)
+{
+	struct remote_walk w2;
+	size_t n = w->n_frames, n2;
+
+	*end = w->end;
+	*used = w->stack_used;
+	*ran_off = w->ran_off;
+	s->stats.unwinds_reused += w->reused;
+	if (w->end == REMOTE_END_BAD_MEMORY || w->end == REMOTE_END_ERROR) {
+		s->stats.walks_continued++;
+		return unwind_here(s, p, sn, end, used, ran_off);
+	}
+	if (w->end == REMOTE_END_PARSER)
+		return n;	/* the leaf alone: the parser died on it */
+	if (!(maps_gen != p->maps_gen && unknown_frames(s->frames, n)) &&
+	    (!needs_maps_retry(p, sn, s->frames, n) || procs_refresh(p, cprof_now_ns()) < 0))
+		return n;
+	n2 = walk_one(s, p, sn, s->frames2, &w2);
+	if (w2.end == REMOTE_END_PARSER || w2.end == REMOTE_END_ERROR)
+		return n;
+	if (w2.stack_used > *used)
+		*used = w2.stack_used;
+	if (unknown_frames(s->frames2, n2) < unknown_frames(s->frames, n) ||
+	    (unknown_frames(s->frames2, n2) == unknown_frames(s->frames, n) && n2 > n)) {
+		memcpy(s->frames, s->frames2, n2 * sizeof(*s->frames));
+		*end = w2.end;
+		*ran_off = w2.ran_off;
+		return n2;
+	}
+	return n;
+}
+
+size_t samp_unwind_snap(struct sampler *s, struct samp_proc *p, const struct snap *sn,
+			enum remote_end *end, size_t *used, bool *ran_off)
+{
+	struct remote_walk w;
+
+	if (!p->client)
+		return unwind_here(s, p, sn, end, used, ran_off);
+	walk_one(s, p, sn, s->frames, &w);
+	return after_parser(s, p, sn, &w, p->maps_gen, end, used, ran_off);
 }
 
 int samp_add_sample(struct sampler *s, uint32_t label, const struct prof_frame *f, size_t n,
@@ -243,18 +326,26 @@ static size_t add_kernel_frames(struct sampler *s, const struct snap *sn, size_t
 	return n + sn->n_kernel;
 }
 
-/* Unwinds and aggregates the snapshot at index i. */
+/* Unwinds and aggregates the snapshot at index i: from its walk in the
+ * parser (walk_round) when there is one. */
 static int process_snap(struct sampler *s, size_t i)
 {
 	struct snap *sn = &s->snaps[i];
 	struct samp_proc *p = snap_proc(s, sn);
+	struct samp_walked *wd = i < s->cap_walked ? &s->walked[i] : NULL;
 	enum remote_end end;
 	size_t n, used;
 	bool ran_off;
 
 	if (!p || !p->unwinder)
 		return 0;
-	n = samp_unwind_snap(s, p, sn, &end, &used, &ran_off);
+	if (wd && wd->done && p->client) {
+		wd->done = false;
+		memcpy(s->frames, wd->w.frames, wd->w.n_frames * sizeof(*s->frames));
+		n = after_parser(s, p, sn, &wd->w, wd->maps_gen, &end, &used, &ran_off);
+	} else {
+		n = samp_unwind_snap(s, p, sn, &end, &used, &ran_off);
+	}
 	learn_copy(s, sn, end, used, ran_off);
 	if (!n)
 		return 0;
@@ -285,10 +376,82 @@ static void round_maps_begin(struct sampler *s, size_t n0)
 	}
 }
 
+/* Room for the round's n0 walks in the parser.  Returns 0 or -ENOMEM. */
+static int walk_room(struct sampler *s, size_t n0)
+{
+	size_t cap = s->cap_walked, i;
+
+	if (n0 > s->cap_batch) {
+		size_t cb = s->cap_batch;
+
+		if (cprof_grow(&s->batch, &cb, n0, sizeof(*s->batch), 16) < 0)
+			return -ENOMEM;
+		cb = s->cap_batch;
+		if (cprof_grow(&s->batch_walks, &cb, n0, sizeof(*s->batch_walks), 16) < 0)
+			return -ENOMEM;
+		s->cap_batch = cb;
+	}
+	if (n0 <= s->cap_walked)
+		return 0;
+	if (cprof_grow(&s->walked, &cap, n0, sizeof(*s->walked), 16) < 0)
+		return -ENOMEM;
+	for (i = s->cap_walked; i < cap; i++) {
+		s->walked[i] = (struct samp_walked){ 0 };
+		s->walked[i].w.frames = malloc(s->o.max_frames * sizeof(*s->frames));
+		if (!s->walked[i].w.frames)
+			break;
+	}
+	s->cap_walked = i;
+	return n0 <= s->cap_walked ? 0 : -ENOMEM;
+}
+
+/*
+ * Walks in the parser the copies [from, to) of this pass, in one call per
+ * process (as few as its shared area allows), under the maps in place
+ * now: none of them carries maps of its own but the first.  The answers
+ * wait in s->walked for process_snap.
+ */
+static void walk_round(struct sampler *s, size_t from, size_t to, int pass)
+{
+	size_t i, k, n;
+
+	for (i = from; i < to; i++)
+		s->walked[i].done = false;
+	for (i = from; i < to; i++) {
+		struct samp_proc *p = snap_proc(s, &s->snaps[i]);
+
+		if (s->snaps[i].own_maps != pass || s->walked[i].done || !p || !p->unwinder ||
+		    !p->client)
+			continue;
+		for (k = i, n = 0; k < to; k++) {
+			if (s->snaps[k].own_maps != pass || snap_proc(s, &s->snaps[k]) != p)
+				continue;
+			s->batch[n] = &s->snaps[k];
+			s->batch_walks[n] = (struct remote_walk){ .frames = s->walked[k].w.frames };
+			s->walked[k].done = true;
+			n++;
+		}
+		if (remote_client_unwind(procs_client(p), s->batch, s->batch_walks, n,
+					 s->o.max_frames) < 0) {
+			for (k = i; k < to; k++)
+				if (snap_proc(s, &s->snaps[k]) == p)
+					s->walked[k].done = false;
+			continue;
+		}
+		count_parser(s, p, n);
+		for (k = i, n = 0; k < to; k++) {
+			if (s->snaps[k].own_maps != pass || snap_proc(s, &s->snaps[k]) != p)
+				continue;
+			s->walked[k].w = s->batch_walks[n++];
+			s->walked[k].maps_gen = p->maps_gen;
+		}
+	}
+}
+
 /* One pass over the round's first n0 copies: those whose own_maps is pass. */
 static int round_pass(struct sampler *s, size_t n0, int pass)
 {
-	size_t i;
+	size_t i, seg_end = 0;
 	int ret;
 
 	for (i = 0; pass && i < n0; i++) {
@@ -308,6 +471,14 @@ static int round_pass(struct sampler *s, size_t n0, int pass)
 
 			if (p && p->unwinder)
 				procs_use_maps(p, s->snaps[i].maps);
+		}
+		/* With a parser, the copies up to the next one with maps of
+		 * its own are walked there together, under the maps now. */
+		if (s->o.helper && i >= seg_end && walk_room(s, n0) == 0) {
+			for (seg_end = i + 1; seg_end < n0; seg_end++)
+				if (s->snaps[seg_end].own_maps == pass && s->snaps[seg_end].maps)
+					break;
+			walk_round(s, i, seg_end, pass);
 		}
 		ret = process_snap(s, i);
 		samp_drop_snap_maps(&s->snaps[i]);
@@ -354,6 +525,8 @@ int samp_process_snaps(struct sampler *s)
 	size_t i, n0 = s->n_snaps;
 	int pass, ret;
 
+	for (i = 0; i < s->cap_walked; i++)
+		s->walked[i].done = false;
 	round_maps_begin(s, n0);
 	for (pass = 0; pass < 2; pass++) {
 		ret = round_pass(s, n0, pass);

@@ -267,7 +267,7 @@ int sampler_create(struct sampler **out, const struct sampler_opts *o)
 		goto err;
 	}
 	s->cap_procs = 1;
-	ret = procs_create(&s->procs[0], o->pid, NULL, &s->mods);
+	ret = procs_create(&s->procs[0], o->pid, NULL, &s->mods, o->helper);
 	if (ret < 0)
 		goto err;
 	s->n_procs = 1;
@@ -302,6 +302,11 @@ void sampler_destroy(struct sampler *s)
 	free(s->snaps);
 	free(s->frames);
 	free(s->frames2);
+	for (i = 0; i < s->cap_walked; i++)
+		free(s->walked[i].w.frames);
+	free(s->walked);
+	free(s->batch);
+	free(s->batch_walks);
 	free(s->labels);
 	free(s);
 }

@@ -69,6 +69,7 @@ enum sampler_perf_refusal {
 };
 
 struct sampler_stats;
+struct conf_helper;
 
 struct sampler_opts {
 	pid_t pid;
@@ -117,6 +118,10 @@ struct sampler_opts {
 	void (*sink)(uint32_t thread, const struct prof_frame *frames, size_t n_frames,
 		     const int64_t *values, void *arg);
 	void *sink_arg;
+	/* The confined parser (confine/confine.h) the copies are walked in,
+	 * in one call per process a round (unwind/remote_client.h); NULL:
+	 * walked in this process.  The caller's; it outlives the sampler. */
+	struct conf_helper *helper;
 };
 
 struct sampler_stats {
@@ -152,6 +157,11 @@ struct sampler_stats {
 	 * modules' files, and from the target (remote_take_pages). */
 	uint64_t pages_file;
 	uint64_t pages_memory;
+	/* With a parser (sampler_opts.helper): copies it walked, and those of
+	 * them whose walk needed the target's memory (a Go g0 or cgo stack,
+	 * code no file holds), walked again in cprof from the copy. */
+	uint64_t walks_parser;
+	uint64_t walks_continued;
 	uint64_t value_ns;	/* sum of the samples' cpu or wall time */
 	uint64_t start_realtime_ns;
 	uint64_t elapsed_ns;

@@ -15,6 +15,7 @@
 
 #include "process/procfs.h"
 #include "unwind/procs.h"
+#include "unwind/remote_client.h"
 #include "unwind/sampler.h"
 #include "unwind/snapshot.h"
 #include "unwind/source.h"
@@ -71,6 +72,17 @@ struct sampler {
 	size_t n_snaps, cap_snaps;
 	struct prof_frame *frames;
 	struct prof_frame *frames2;	/* a second walk of the same copy */
+	/* With a parser: the walks of the round's copies it answered, one
+	 * per copy (by index), each with max_frames of room. */
+	struct samp_walked {
+		struct remote_walk w;
+		uint64_t maps_gen;	/* its process's maps_gen at the walk */
+		bool done;
+	} *walked;
+	size_t cap_walked;
+	const struct snap **batch;	/* one call's copies ... */
+	struct remote_walk *batch_walks;	/* ... and their answers */
+	size_t cap_batch;
 	/* frames' room for one sample's user frames: max_frames, twice that
 	 * with Python frames spliced in (kernel frames go under them) */
 	size_t max_stack;
