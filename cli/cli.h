@@ -376,7 +376,7 @@ int cmd_overhead(int argc, char **argv);
 /* The reasons a walk is cut short, named as attach's notes, its JSON and
  * serve's /metrics name them, in the order they print them (cli/util.c).
  * Every end but these, complete and go_switch is counted as "other". */
-#define CLI_N_CUT_ENDS 5
+#define CLI_N_CUT_ENDS 6
 extern const struct cli_cut_end {
 	enum remote_end end;
 	const char *key;

@@ -336,4 +336,5 @@ const struct cli_cut_end cli_cut_ends[CLI_N_CUT_ENDS] = {
 	{ REMOTE_END_BAD_MEMORY, "bad_memory" },
 	{ REMOTE_END_BAD_FRAME, "bad_frame" },
 	{ REMOTE_END_MAX_FRAMES, "max_frames" },
+	{ REMOTE_END_PARSER, "parser" },
 };
