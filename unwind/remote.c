@@ -443,6 +443,16 @@ bool remote_reused(const struct remote_unwinder *u)
 	return u->reused;
 }
 
+bool remote_walk_needs_target(struct remote_unwinder *u, const struct prof_frame *frames,
+			      size_t n, enum remote_end end)
+{
+	if (end == REMOTE_END_BAD_MEMORY)
+		return true;
+	if (end != REMOTE_END_GO_SWITCH || !n)
+		return false;
+	return remote_root_kind(u, frames[n - 1].addr, n == 1) == ROOTS_CGO_SWITCH;
+}
+
 bool remote_end_is_root(enum remote_end e)
 {
 	return e == REMOTE_END_COMPLETE || e == REMOTE_END_GO_SWITCH;

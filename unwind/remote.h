@@ -110,6 +110,16 @@ bool remote_from_chain(const struct remote_unwinder *u);
  */
 void remote_take_pages(struct remote_unwinder *u, uint64_t *from_file, uint64_t *from_memory);
 
+/*
+ * Whether a walk made without the target's memory (by an unwinder with
+ * pid 0, the parser's), which gave frames[0..n) and ended so, would have
+ * gone on with it: it needed memory no copy or file holds (bad_memory),
+ * or it stopped at Go's switch to a cgo call (runtime.asmcgocall), whose
+ * goroutine's stack is read live.  u is an unwinder of the same process.
+ */
+bool remote_walk_needs_target(struct remote_unwinder *u, const struct prof_frame *frames,
+			      size_t n, enum remote_end end);
+
 /* Whether e means the walk reached a thread root or a Go stack switch. */
 bool remote_end_is_root(enum remote_end e);
 

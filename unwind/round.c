@@ -175,8 +175,8 @@ static size_t walk_one(struct sampler *s, struct samp_proc *p, const struct snap
 
 /*
  * What comes after the parser's walk w of sn (its frames in s->frames,
- * walked under maps_gen): a walk that needed the target's memory (a Go
- * g0 or cgo stack read live, code no file holds) is made again here,
+ * walked under maps_gen): a walk that needed the target's memory (a
+ * goroutine's stack under a cgo call, code no file holds) is made again here,
  * whole, as without a parser; a walk whose frames say the maps are stale
  * is made again in the parser with fresh ones (as unwind_here), or with
  * those another copy's retry read since.  Returns the frame count.
@@ -192,7 +192,8 @@ static size_t after_parser(struct sampler *s, struct samp_proc *p, const struct 
 	*used = w->stack_used;
 	*ran_off = w->ran_off;
 	s->stats.unwinds_reused += w->reused;
-	if (w->end == REMOTE_END_BAD_MEMORY || w->end == REMOTE_END_ERROR) {
+	if (w->end == REMOTE_END_ERROR ||
+	    remote_walk_needs_target(procs_unwinder(p), s->frames, n, w->end)) {
 		s->stats.walks_continued++;
 		return unwind_here(s, p, sn, end, used, ran_off);
 	}
