@@ -176,9 +176,15 @@ static void report_parser_errors(struct serve_ctx *c, const struct hub_profile *
 	bool seen;
 	int err;
 
-	for (i = 1; p->sym && i <= n; i++) {
+	for (i = 1; i <= n; i++) {
 		m = proc_modules_get(p->mods, (uint32_t)i);
-		if (!m || !(err = sym_module_parser_error(p->sym, m)))
+		if (!m)
+			continue;
+		/* named, or walked (the window is built on the session thread) */
+		err = p->sym ? sym_module_parser_error(p->sym, m) : 0;
+		if (!err && p->sampler)
+			err = sampler_walk_error(p->sampler, m->id);
+		if (!err)
 			continue;
 		snprintf(key, sizeof(key), "%s\t%s", m->path, m->build_id ? m->build_id : "");
 		pthread_mutex_lock(&c->mu);

@@ -83,11 +83,16 @@ static void after_sym(struct sym_ctx *sym, void *arg)
 	struct sym_note *note = arg;
 	const struct proc_module *m;
 	size_t i, n = proc_modules_count(note->mods);
+	int err;
 
 	for (i = 1; i <= n; i++) {
 		m = proc_modules_get(note->mods, (uint32_t)i);
-		if (m && sym_module_parser_error(sym, m))
-			note_failed(note, m, sym_module_parser_error(sym, m));
+		/* named, or walked: either way its frames keep their addresses */
+		err = m ? sym_module_parser_error(sym, m) : 0;
+		if (m && !err && note->sampler)
+			err = sampler_walk_error(note->sampler, m->id);
+		if (err)
+			note_failed(note, m, err);
 		if (!m || m->is_vdso || !sym_module_unnamed(sym, m))
 			continue;
 		/* the note is a courtesy: no room for it is no error */
@@ -248,7 +253,8 @@ static int finish_session(const struct cli_session *a, pid_t pid, const char *wh
 			  struct sampler_stats *final, struct conf_helper *helper)
 {
 	uint64_t end_ns = sampling_end_ns(sampler_get_stats(s));
-	struct sym_note note = { .live = live, .mods = sampler_modules(s), .helper = helper };
+	struct sym_note note = { .live = live, .mods = sampler_modules(s), .helper = helper,
+				 .sampler = s };
 	struct session_end end;
 	int code;
 

@@ -31,6 +31,7 @@ struct progress {
 struct sym_note {
 	struct sym_live *live;			/* downloads, perf map; NULL: none */
 	struct conf_helper *helper;		/* the confined parser; NULL: none */
+	const struct sampler *sampler;		/* whose walks the parser failed on */
 	const struct proc_modules *mods;
 	const struct proc_module **unnamed;	/* looked up, nothing named */
 	size_t n_unnamed, cap_unnamed;

@@ -66,8 +66,20 @@ err:
 
 void procs_retire(struct samp_proc *p)
 {
+	size_t n;
+
 	remote_destroy(p->unwinder);
 	p->unwinder = NULL;
+	if (p->client) {
+		const struct remote_client_error *e = remote_client_errors(p->client, &n);
+
+		/* kept for the summary; no room for them is no error */
+		p->walk_errs = n ? malloc(n * sizeof(*e)) : NULL;
+		if (p->walk_errs) {
+			memcpy(p->walk_errs, e, n * sizeof(*e));
+			p->n_walk_errs = n;
+		}
+	}
 	remote_client_destroy(p->client);
 	p->client = NULL;
 	proc_maps_free(&p->maps);
@@ -92,6 +104,7 @@ void procs_destroy(struct samp_proc *p)
 	if (!p)
 		return;
 	procs_retire(p);
+	free(p->walk_errs);
 	free(p);
 }
 
@@ -180,6 +193,14 @@ struct remote_unwinder *procs_unwinder(struct samp_proc *p)
 		p->flushed_gen = p->maps_gen;
 	}
 	return p->unwinder;
+}
+
+const struct remote_client_error *procs_walk_errors(const struct samp_proc *p, size_t *n)
+{
+	if (p->client)
+		return remote_client_errors(p->client, n);
+	*n = p->n_walk_errs;
+	return p->walk_errs;
 }
 
 struct remote_client *procs_client(struct samp_proc *p)

@@ -54,6 +54,10 @@ struct samp_proc {
 	/* its walker in the confined parser (procs_create's helper), or NULL */
 	struct remote_client *client;
 	uint64_t client_gen;	/* the maps_gen the client was flushed at */
+	/* the client's errors (remote_client_errors), kept when it is
+	 * retired: the summary reports them after the session */
+	struct remote_client_error *walk_errs;
+	size_t n_walk_errs;
 	struct samp_py_proc *py;	/* its CPython reader (python_sample.c), or NULL */
 	uint64_t samples;	/* samples taken of its threads */
 	uint64_t value_ns;	/* their cpu or wall time */
@@ -106,6 +110,10 @@ bool procs_may_reread(const struct samp_proc *p, uint64_t now_ns);
 /* The unwinder, flushed first if the maps changed since it last was;
  * NULL once p is retired. */
 struct remote_unwinder *procs_unwinder(struct samp_proc *p);
+
+/* The modules the parser answered an error for while walking p's copies
+ * (remote_client_errors), retired or not: *n of them, p's. */
+const struct remote_client_error *procs_walk_errors(const struct samp_proc *p, size_t *n);
 
 /* The walker in the parser, told first that the maps or the modules
  * changed if they did since it last was; NULL: none (no parser, or p is

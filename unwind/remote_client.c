@@ -26,6 +26,8 @@ struct remote_client {
 	uint64_t pages_file, pages_memory;
 	struct remote_client_error *errs;
 	size_t n_errs, cap_errs;
+	uint32_t *deadly;	/* modules a parser died on as they were sent */
+	size_t n_deadly, cap_deadly;
 };
 
 int remote_client_create(struct remote_client **out, struct conf_helper *h,
@@ -71,6 +73,7 @@ void remote_client_destroy(struct remote_client *c)
 	free(c->req);
 	free(c->answer);
 	free(c->errs);
+	free(c->deadly);
 	free(c);
 }
 
@@ -92,6 +95,27 @@ static void note_error(struct remote_client *c, uint32_t id, int err)
 			return;
 	if (cprof_grow(&c->errs, &c->cap_errs, c->n_errs + 1, sizeof(*c->errs), 4) == 0)
 		c->errs[c->n_errs++] = (struct remote_client_error){ id, err };
+}
+
+/* Whether module id failed in a parser or killed one as it was sent: the
+ * next parsers get it without its files (its frames end the walks). */
+static bool module_withheld(const struct remote_client *c, uint32_t id)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_deadly; i++)
+		if (c->deadly[i] == id)
+			return true;
+	for (i = 0; i < c->n_errs; i++)
+		if (c->errs[i].module == id)
+			return true;
+	return false;
+}
+
+static void note_deadly(struct remote_client *c, uint32_t id)
+{
+	if (cprof_grow(&c->deadly, &c->cap_deadly, c->n_deadly + 1, sizeof(*c->deadly), 4) == 0)
+		c->deadly[c->n_deadly++] = id;
 }
 
 void remote_client_flush(struct remote_client *c)
@@ -230,7 +254,12 @@ static int sync_parser(struct remote_client *c)
 		m = proc_modules_get(c->mods, (uint32_t)c->sent_mods + 1);
 		if (!m)
 			return -EPROTO;
-		r = send_module(c, m, true);
+		r = send_module(c, m, !module_withheld(c, m->id));
+		/* a parser that died on its files: the next one goes without,
+		 * rather than each restart dying on the same module (the
+		 * death is the helper's to report) */
+		if (r == -EPIPE)
+			note_deadly(c, m->id);
 		if (r < 0 && r != -EPIPE && r != -ECHILD && r != -ESTALE) {
 			/* failed on its files, alive: the module without them */
 			note_error(c, m->id, r);
@@ -270,7 +299,9 @@ int remote_client_sync(struct remote_client *c)
 		q = (struct remote_wire_space){ .ctx = c->id, .n_mods = (uint32_t)i };
 		r = conf_call(c->h, REMOTE_REQ_WARM, &q, sizeof(q), NULL, 0, c->answer, 16, &alen,
 			      m->path, id_of(m));
-		if (r < 0)
+		if (r == -EPIPE)
+			note_deadly(c, m->id);	/* died on its tables */
+		else if (r < 0)
 			note_error(c, m->id, r);
 	}
 	return r < 0 ? r : 0;

@@ -12,7 +12,9 @@
  * report (conf_death), named by the module being sent, or for a walk by
  * the leaf module of the batch's first snapshot.  A module the parser
  * fails on without dying is kept (remote_client_errors) and sent again
- * without its files: its frames end the walks that reach them.
+ * without its files: its frames end the walks that reach them; one that
+ * a parser died on as it was sent goes to the next parsers without its
+ * files too.
  */
 #ifndef CPROF_UNWIND_REMOTE_CLIENT_H
 #define CPROF_UNWIND_REMOTE_CLIENT_H

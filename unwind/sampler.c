@@ -660,3 +660,17 @@ const struct sampler_stats *sampler_get_stats(const struct sampler *s)
 {
 	return &s->stats;
 }
+
+int sampler_walk_error(const struct sampler *s, uint32_t id)
+{
+	const struct remote_client_error *e;
+	size_t i, k, n;
+
+	for (i = 0; i < s->n_procs; i++) {
+		e = procs_walk_errors(s->procs[i], &n);
+		for (k = 0; k < n; k++)
+			if (e[k].module == id)
+				return e[k].err;
+	}
+	return 0;
+}

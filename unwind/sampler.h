@@ -227,6 +227,13 @@ void sampler_stop(struct sampler *s);
 
 const struct prof_stacks *sampler_stacks(const struct sampler *s);
 const struct proc_modules *sampler_modules(const struct sampler *s);
+
+/*
+ * The error the confined parser answered (it did not die) for module id
+ * while walking the copies of a process still sampled, or 0.  Read as
+ * sampler_modules() is (the session thread, or after the session).
+ */
+int sampler_walk_error(const struct sampler *s, uint32_t id);
 const struct sampler_stats *sampler_get_stats(const struct sampler *s);
 
 /* The thread a prof_stacks thread key stands for.  Returns 0 or -ENOENT. */
