@@ -347,7 +347,7 @@ static void leaf_only(struct remote_client *c, const struct snap *s, struct remo
 	o->n_frames = 0;
 	o->end = REMOTE_END_PARSER;
 	o->stack_used = 0;
-	o->ran_off = o->reused = false;
+	o->ran_off = o->reused = o->from_chain = false;
 	if (!max_frames)
 		return;
 	o->frames[o->n_frames++] = (struct prof_frame){ .addr = snap_pc(s), .module = m ? m->id : 0,
@@ -384,6 +384,7 @@ static int read_answer(struct remote_client *c, size_t alen, struct remote_walk 
 		out[i].stack_used = (size_t)res.stack_used;
 		out[i].ran_off = res.ran_off != 0;
 		out[i].reused = res.reused != 0;
+		out[i].from_chain = res.from_chain != 0;
 	}
 	c->pages_file += h.pages_file;
 	c->pages_memory += h.pages_memory;

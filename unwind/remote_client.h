@@ -62,6 +62,7 @@ struct remote_walk {
 	size_t stack_used;		/* remote_stack_used */
 	bool ran_off;			/* remote_ran_off_copy */
 	bool reused;			/* remote_reused */
+	bool from_chain;		/* remote_from_chain */
 };
 
 /*

@@ -363,6 +363,7 @@ static int serve_walk(struct walkers *s, const void *req, size_t len, void *resp
 		res = (struct remote_wire_result){
 			.n_frames = (uint32_t)n, .end = end, .stack_used = remote_stack_used(k->u),
 			.ran_off = remote_ran_off_copy(k->u), .reused = remote_reused(k->u),
+			.from_chain = remote_from_chain(k->u),
 		};
 		memcpy((char *)resp + out, &res, sizeof(res));
 		out += sizeof(res) + n * sizeof(struct prof_frame);

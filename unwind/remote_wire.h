@@ -95,6 +95,8 @@ struct remote_wire_result {
 	uint32_t n_frames, end;
 	uint64_t stack_used;
 	uint32_t ran_off, reused;
+	uint32_t from_chain;	/* remote_from_chain */
+	uint32_t pad;
 };
 
 static inline uint64_t remote_wire_pad8(uint64_t n)

@@ -192,6 +192,7 @@ static size_t after_parser(struct sampler *s, struct samp_proc *p, const struct 
 	*used = w->stack_used;
 	*ran_off = w->ran_off;
 	s->stats.unwinds_reused += w->reused;
+	s->stats.unwinds_kernel_chain += w->from_chain;
 	if (w->end == REMOTE_END_ERROR ||
 	    remote_walk_needs_target(procs_unwinder(p), s->frames, n, w->end)) {
 		s->stats.walks_continued++;
