@@ -190,6 +190,8 @@ static int send_module(struct remote_client *c, const struct proc_module *m, boo
 	if (!r)
 		r = put_str(c, &off, m->build_id);
 	if (!r)
+		r = put_str(c, &off, m->go_build_id);
+	if (!r)
 		r = conf_call(c->h, REMOTE_REQ_MODULE, c->req, off, fds, (size_t)nfds, c->answer,
 			      16, &alen, m->path, id_of(m));
 	if (debug_fd >= 0)

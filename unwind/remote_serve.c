@@ -172,6 +172,9 @@ static int serve_module(struct walkers *s, const void *req, size_t len, int *fds
 	r = take_str(req, len, &off, &m.path);
 	if (!r)
 		r = take_str(req, len, &off, &m.build_id);
+	/* Go's: go_chain_take takes the kernel's walk of Go code only */
+	if (!r)
+		r = take_str(req, len, &off, &m.go_build_id);
 	if (r < 0 || !m.path) {
 		r = r < 0 ? r : -EPROTO;
 		goto err;
@@ -201,6 +204,7 @@ err:
 		close(debug_fd);
 	free(m.path);
 	free(m.build_id);
+	free(m.go_build_id);
 	return r;
 }
 

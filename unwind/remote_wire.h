@@ -16,7 +16,8 @@
 /* Request types (symbolize/remote.h has 1..); one walker per process of
  * the privileged side, called ctx. */
 enum remote_req {
-	REMOTE_REQ_MODULE = 32,	/* remote_wire_module + path, build id; fds: file, debug file */
+	REMOTE_REQ_MODULE = 32,	/* remote_wire_module + path, build id, Go's build id;
+				 * fds: file, debug file */
 	REMOTE_REQ_SPACE,	/* remote_wire_space + maps (each with its path) + spans */
 	REMOTE_REQ_WALK,	/* remote_wire_walk + snapshots -> remote_wire_walked + results */
 	REMOTE_REQ_CLOSE,	/* remote_wire_space (ctx only): the walker is done */
