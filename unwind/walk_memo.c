@@ -101,10 +101,29 @@ static bool same_read(const struct walk_read *r, const struct snap *s,
 
 	if (!r->len)
 		return reg_of(s, (unsigned)r->addr) == r->val;
-	if (r->addr < s->stack_start || r->addr + r->len > s->stack_start + s->stack_len)
+	/* (no sum that could wrap: a log from the parser is not trusted) */
+	if (r->addr < s->stack_start || r->addr - s->stack_start > s->stack_len ||
+	    r->len > s->stack_len - (r->addr - s->stack_start))
 		return false;
 	memcpy(&v, s->stack + (r->addr - s->stack_start), r->len);
 	return v == r->val;
+}
+
+bool walk_log_check(const struct walk_log *l, const struct snap *s,
+		    uint64_t (*reg_of)(const struct snap *s, unsigned reg))
+{
+	unsigned i;
+
+	if (l->off || l->spoiled || l->n > WALK_MEMO_READS || s->regs_partial || s->stack2_len)
+		return false;
+	for (i = 0; i < l->n; i++) {
+		const struct walk_read *r = &l->reads[i];
+
+		if (r->len > 8 || (!r->len && r->addr >= WALK_MEMO_REGS) ||
+		    !same_read(r, s, reg_of))
+			return false;
+	}
+	return true;
 }
 
 bool walk_memo_find(struct walk_memo *m, const struct snap *s, uint64_t gen, size_t max,

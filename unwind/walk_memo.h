@@ -26,6 +26,7 @@
 
 #define WALK_MEMO_READS 48	/* reads a walk may make and be remembered */
 #define WALK_MEMO_FRAMES 64	/* frames a remembered walk may have */
+#define WALK_MEMO_REGS 64	/* register numbers a log may name: below this */
 
 /* What a walk in progress read (walk_memo_record_*), and whether it may be
  * remembered. */
@@ -79,6 +80,17 @@ static inline void walk_log_spoil(struct walk_log *l)
 bool walk_memo_find(struct walk_memo *m, const struct snap *s, uint64_t gen, size_t max,
 		    uint64_t (*reg_of)(const struct snap *s, unsigned reg),
 		    struct prof_frame *frames, struct walk_result *r);
+
+/*
+ * Whether log l, made by a walk of s elsewhere (the confined parser),
+ * could be what a walk of s read: at most WALK_MEMO_READS reads, none
+ * spoiled, each a register below WALK_MEMO_REGS or 1..8 bytes inside s's
+ * stack copy, and each holding in s the value it says.  A log that passes
+ * pins a remembered walk to copies that read as s does; a false one can
+ * only make such copies reuse the walk that came with it.
+ */
+bool walk_log_check(const struct walk_log *l, const struct snap *s,
+		    uint64_t (*reg_of)(const struct snap *s, unsigned reg));
 
 /* Remembers the walk of s that log l recorded, unless it was spoiled. */
 void walk_memo_store(struct walk_memo *m, const struct snap *s, uint64_t gen, size_t max,
