@@ -202,6 +202,8 @@ static int unwind_captured(struct cap_ctx *x, enum capture_how how)
 	}
 	if (n)
 		ret = remote_client_unwind(x->rc, snaps, walks, n, x->o->max_frames);
+	if (ret > 0)
+		ret = 0;	/* (the count walked in the parser) */
 	for (i = 0, n = 0; !ret && i < c->n; i++) {
 		if (c->threads[i].how != how)
 			continue;

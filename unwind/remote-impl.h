@@ -66,6 +66,7 @@ struct remote_unwinder {
 	uint64_t gen;		/* moves on with every flush: what memo entries were made under */
 	bool reused;		/* the last remote_unwind came from the memo */
 	bool from_chain;	/* ... or was the kernel's walk (go_chain_take) */
+	bool log_kept;		/* ... or a walk remembered with u->log */
 	uint64_t pages_file;	/* pages cached from the modules' files, */
 	uint64_t pages_memory;	/* ... and from the target (remote_take_pages) */
 	/* The walk in progress. */
@@ -111,8 +112,6 @@ bool remote_frame_pointer_guess(struct remote_unwinder *u, uint64_t *rbp);
 /* remote_access.c */
 /* libunwind's accessors of an unwinder (arg: the struct remote_unwinder). */
 extern unw_accessors_t remote_accessors;
-/* Register reg (libunwind's numbering) of s, 0 when it lacks it. */
-uint64_t remote_snap_reg(const struct snap *s, unsigned reg);
 /* What kind of root the frame at pc is (exact: pc is not a return address). */
 enum roots_kind remote_root_kind(struct remote_unwinder *u, uint64_t pc, bool exact);
 

@@ -443,6 +443,11 @@ bool remote_reused(const struct remote_unwinder *u)
 	return u->reused;
 }
 
+const struct walk_log *remote_walk_log(const struct remote_unwinder *u)
+{
+	return u->log_kept ? &u->log : NULL;
+}
+
 bool remote_walk_needs_target(struct remote_unwinder *u, const struct prof_frame *frames,
 			      size_t n, enum remote_end end)
 {
@@ -540,6 +545,7 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	size_t n;
 
 	u->from_chain = false;
+	u->log_kept = false;
 	n = go_chain_take(u, s, frames, max, end);
 	if (n) {
 		u->reused = false;
@@ -560,10 +566,13 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	u->stack_used = 0;
 	n = walk(u, s, frames, max, end, &fail_sp);
 	/* Only a first walk that reached a root is remembered. */
-	if (remote_end_is_root(*end) && u->memo) {
+	if (remote_end_is_root(*end)) {
 		r = (struct walk_result){ .n_frames = n, .end = *end, .stack_used = u->stack_used,
 					  .ran_off = u->ran_off };
-		walk_memo_store(u->memo, s, u->gen, max, &u->log, frames, &r);
+		u->log_kept = !u->log.off && !u->log.spoiled && !s->stack2_len &&
+			      n <= WALK_MEMO_FRAMES;
+		if (u->memo)
+			walk_memo_store(u->memo, s, u->gen, max, &u->log, frames, &r);
 	}
 	u->log.off = true;
 	if (remote_end_is_root(*end))

@@ -22,6 +22,8 @@
 #include "process/modules.h"
 #include "unwind/snapshot.h"
 
+struct walk_log;
+
 /*
  * Why a walk ended.  Only COMPLETE and GO_SWITCH reached a root (see
  * remote_end_is_root); every other end is a cut stack.  ERROR stays last.
@@ -101,6 +103,18 @@ bool remote_reused(const struct remote_unwinder *u);
  * instead of walking the copy (unwind/go_chain.c).
  */
 bool remote_from_chain(const struct remote_unwinder *u);
+
+/*
+ * What the last remote_unwind read, when it made a walk it remembered
+ * (a first walk that reached a root and read only registers, the copy
+ * and files): another process's memo may remember it too
+ * (walk_log_check).  NULL otherwise.  Valid until the next walk on u.
+ */
+const struct walk_log *remote_walk_log(const struct remote_unwinder *u);
+
+/* Register reg (libunwind's numbering, as walk logs name registers) of s,
+ * 0 when it lacks it. */
+uint64_t remote_snap_reg(const struct snap *s, unsigned reg);
 
 /*
  * The pages of code and unwind tables the unwinder read since the last

@@ -12,6 +12,7 @@
 #include "lib/grow.h"
 #include "unwind/remote_client.h"
 #include "unwind/remote_wire.h"
+#include "unwind/walk_memo.h"
 
 struct remote_client {
 	struct conf_helper *h;
@@ -20,7 +21,8 @@ struct remote_client {
 	uint32_t id;
 	uint64_t parser_gen;	/* the helper generation what is below was sent to */
 	size_t sent_mods;	/* modules 1..sent_mods are the parser's */
-	uint64_t space_gen;	/* moves on with every flush */
+	uint64_t space_gen;	/* moves on with every flush and new parser: the
+				 * generation memo entries are made under */
 	uint64_t space_sent;	/* the one the parser has; 0 none */
 	char *req, *answer;	/* CONF_MSG_MAX each */
 	uint64_t pages_file, pages_memory;
@@ -28,6 +30,16 @@ struct remote_client {
 	size_t n_errs, cap_errs;
 	uint32_t *deadly;	/* modules a parser died on as they were sent */
 	size_t n_deadly, cap_deadly;
+	/* The parser's walks remembered here, with what they read: a copy
+	 * that reads the same is answered without a call.  NULL: none. */
+	struct walk_memo *memo;
+	/* The copies of a call the memo did not answer (remote_client_unwind):
+	 * their index in the caller's arrays, the copy, its walk. */
+	size_t *miss_idx;
+	const struct snap **miss_snaps;
+	struct remote_walk *miss_out;
+	size_t cap_miss;
+	struct walk_log log;	/* one answer's, read back */
 };
 
 int remote_client_create(struct remote_client **out, struct conf_helper *h,
@@ -46,6 +58,8 @@ int remote_client_create(struct remote_client **out, struct conf_helper *h,
 		free(c);
 		return -ENOMEM;
 	}
+	if (walk_memo_create(&c->memo) < 0)
+		c->memo = NULL;	/* every copy goes to the parser */
 	c->h = h;
 	c->mods = mods;
 	c->maps = maps;
@@ -74,6 +88,10 @@ void remote_client_destroy(struct remote_client *c)
 	free(c->answer);
 	free(c->errs);
 	free(c->deadly);
+	walk_memo_destroy(c->memo);
+	free(c->miss_idx);
+	free(c->miss_snaps);
+	free(c->miss_out);
 	free(c);
 }
 
@@ -247,10 +265,13 @@ static int sync_parser(struct remote_client *c)
 	int r;
 
 	if (gen != c->parser_gen) {
-		/* a new parser: it has nothing of this walker */
+		/* a new parser: it has nothing of this walker, and may get
+		 * modules without their files (module_withheld): the walks
+		 * remembered from the last one are not its */
 		c->parser_gen = gen;
 		c->sent_mods = 0;
 		c->space_sent = 0;
+		c->space_gen++;
 	}
 	while (c->sent_mods < proc_modules_count(c->mods)) {
 		m = proc_modules_get(c->mods, (uint32_t)c->sent_mods + 1);
@@ -358,13 +379,48 @@ static void leaf_only(struct remote_client *c, const struct snap *s, struct remo
 		o->frames[o->n_frames++] = (struct prof_frame){ .flags = PROF_FRAME_TRUNCATED };
 }
 
-/* The parser's answer for n snapshots into out.  Returns 0 or -EPROTO. */
-static int read_answer(struct remote_client *c, size_t alen, struct remote_walk *out, size_t n,
-		       size_t max_frames)
+/*
+ * The reads of walk o of s, n of them at *off of the answer (alen bytes),
+ * remembered when they check against s (walk_log_check): the parser is
+ * not trusted, so a log is kept only when it could be what a walk of this
+ * very copy read, for a walk that starts at its pc and reached a root.
+ * Returns 0 or -EPROTO (the answer is cut short).
+ */
+static int take_log(struct remote_client *c, size_t alen, size_t *off, uint32_t n,
+		    const struct snap *s, const struct remote_walk *o, size_t max_frames)
+{
+	struct remote_wire_read rd;
+	struct walk_result r;
+	uint32_t i;
+
+	if (n > WALK_MEMO_READS || (alen - *off) / sizeof(rd) < n)
+		return -EPROTO;
+	c->log = (struct walk_log){ .n = n };
+	for (i = 0; i < n; i++) {
+		memcpy(&rd, c->answer + *off, sizeof(rd));
+		*off += sizeof(rd);
+		if (rd.len > 8)
+			return -EPROTO;
+		c->log.reads[i] = (struct walk_read){ .addr = rd.addr, .val = rd.val,
+						      .len = (uint8_t)rd.len };
+	}
+	if (!c->memo || !o->n_frames || o->frames[0].addr != snap_pc(s) ||
+	    !remote_end_is_root(o->end) || !walk_log_check(&c->log, s, remote_snap_reg))
+		return 0;
+	r = (struct walk_result){ .n_frames = o->n_frames, .end = o->end,
+				  .stack_used = o->stack_used, .ran_off = o->ran_off };
+	walk_memo_store(c->memo, s, c->space_gen, max_frames, &c->log, o->frames, &r);
+	return 0;
+}
+
+/* The parser's answer for snaps[0..n) into out.  Returns 0 or -EPROTO. */
+static int read_answer(struct remote_client *c, size_t alen, const struct snap *const *snaps,
+		       struct remote_walk *out, size_t n, size_t max_frames)
 {
 	struct remote_wire_walked h;
 	struct remote_wire_result res;
 	size_t off = sizeof(h), i;
+	int r;
 
 	if (alen < sizeof(h))
 		return -EPROTO;
@@ -387,6 +443,14 @@ static int read_answer(struct remote_client *c, size_t alen, struct remote_walk 
 		out[i].ran_off = res.ran_off != 0;
 		out[i].reused = res.reused != 0;
 		out[i].from_chain = res.from_chain != 0;
+		/* (it says how much of the thread's stack its next copies take) */
+		if (out[i].stack_used > snaps[i]->stack_len)
+			out[i].stack_used = snaps[i]->stack_len;
+		if (res.logged) {
+			r = take_log(c, alen, &off, res.n_reads, snaps[i], &out[i], max_frames);
+			if (r < 0)
+				return r;
+		}
 	}
 	c->pages_file += h.pages_file;
 	c->pages_memory += h.pages_memory;
@@ -423,7 +487,7 @@ static int walk_batch(struct remote_client *c, const struct snap *const *snaps,
 		r = conf_call(c->h, REMOTE_REQ_WALK, c->req, off, NULL, 0, c->answer, CONF_MSG_MAX,
 			      &alen, m ? m->path : "the stacks", m ? id_of(m) : NULL);
 		if (r >= 0)
-			r = read_answer(c, alen, out, n, max_frames);
+			r = read_answer(c, alen, snaps, out, n, max_frames);
 		if (r < 0)
 			note_error(c, m ? m->id : 0, r);
 		/* -ESTALE: a new parser (the last one died idle) lacks the walker */
@@ -437,11 +501,13 @@ static int walk_batch(struct remote_client *c, const struct snap *const *snaps,
 	return 0;
 }
 
-int remote_client_unwind(struct remote_client *c, const struct snap *const *snaps,
-			 struct remote_walk *out, size_t n, size_t max_frames)
+/* Walks snaps[0..n) in the parser, in as few calls as fit the shared area. */
+static void walk_in_parser(struct remote_client *c, const struct snap *const *snaps,
+			   struct remote_walk *out, size_t n, size_t max_frames)
 {
 	size_t answer_one = sizeof(struct remote_wire_result) +
-			    max_frames * sizeof(struct prof_frame);
+			    max_frames * sizeof(struct prof_frame) +
+			    WALK_MEMO_READS * sizeof(struct remote_wire_read);
 	size_t i = 0, k, req, ans;
 
 	while (i < n) {
@@ -464,5 +530,62 @@ int remote_client_unwind(struct remote_client *c, const struct snap *const *snap
 		walk_batch(c, snaps + i, out + i, k - i, max_frames);
 		i = k;
 	}
-	return 0;
+}
+
+/* Whether the memo answers s: o filled as the parser's walk would be. */
+static bool memo_answers(struct remote_client *c, const struct snap *s, struct remote_walk *o,
+			 size_t max_frames)
+{
+	const struct proc_module *m;
+	struct walk_result r;
+
+	if (!c->memo || s->regs_partial || s->stack2_len)
+		return false;
+	/* A Go sample that carries the kernel's walk: the parser takes that
+	 * walk before it looks at its own memo (go_chain_take). */
+	if (s->n_user && (m = proc_modules_lookup(c->mods, snap_pc(s))) && m->go_build_id)
+		return false;
+	if (!walk_memo_find(c->memo, s, c->space_gen, max_frames, remote_snap_reg, o->frames, &r))
+		return false;
+	o->n_frames = r.n_frames;
+	o->end = (enum remote_end)r.end;
+	o->stack_used = r.stack_used;
+	o->ran_off = r.ran_off;
+	o->reused = true;
+	o->from_chain = false;
+	return true;
+}
+
+int remote_client_unwind(struct remote_client *c, const struct snap *const *snaps,
+			 struct remote_walk *out, size_t n, size_t max_frames)
+{
+	size_t i, k = 0, cap;
+
+	if (n > c->cap_miss) {
+		cap = c->cap_miss;
+		if (cprof_grow(&c->miss_idx, &cap, n, sizeof(*c->miss_idx), 16) < 0)
+			return -ENOMEM;
+		cap = c->cap_miss;
+		if (cprof_grow(&c->miss_snaps, &cap, n, sizeof(*c->miss_snaps), 16) < 0)
+			return -ENOMEM;
+		cap = c->cap_miss;
+		if (cprof_grow(&c->miss_out, &cap, n, sizeof(*c->miss_out), 16) < 0)
+			return -ENOMEM;
+		c->cap_miss = cap;
+	}
+	/* The copies the memo answers need no call; the others go together. */
+	for (i = 0; i < n; i++) {
+		if (memo_answers(c, snaps[i], &out[i], max_frames))
+			continue;
+		c->miss_idx[k] = i;
+		c->miss_snaps[k] = snaps[i];
+		c->miss_out[k] = (struct remote_walk){ .frames = out[i].frames };
+		k++;
+	}
+	if (!k)
+		return 0;
+	walk_in_parser(c, c->miss_snaps, c->miss_out, k, max_frames);
+	for (i = 0; i < k; i++)
+		out[c->miss_idx[i]] = c->miss_out[i];
+	return (int)k;
 }

@@ -66,9 +66,12 @@ struct remote_walk {
 };
 
 /*
- * Walks snaps[0..n) in the parser, each into out[i] (frames given by the
- * caller), in as few calls as the shared area allows.  Returns 0 (every
- * out[i] set, REMOTE_END_PARSER for those the parser could not walk) or
+ * Walks snaps[0..n), each into out[i] (frames given by the caller): those
+ * that a walk the parser made before answers (the walks it sent back with
+ * what they read, remembered here as unwind/walk_memo.h says; out[i].reused
+ * set) without a call, the others in the parser, in as few calls as the
+ * shared area allows.  Returns the count walked in the parser (every
+ * out[i] set, REMOTE_END_PARSER for those the parser could not walk), or
  * -ENOMEM.
  */
 int remote_client_unwind(struct remote_client *c, const struct snap *const *snaps,

@@ -16,6 +16,7 @@
 #include "unwind/remote.h"
 #include "unwind/remote_client.h"
 #include "unwind/remote_wire.h"
+#include "unwind/walk_memo.h"
 
 /* A walker of the privileged side: its modules, its maps, one unwinder. */
 struct walker {
@@ -335,12 +336,29 @@ static void test_walk_trigger(void)
 		syscall(SYS_futex, &never, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
 }
 
+/* What walk log l read, as the wire has it, at out of resp (room made
+ * by the caller).  Returns the offset past it. */
+static size_t put_log(const struct walk_log *l, void *resp, size_t out)
+{
+	struct remote_wire_read rd;
+	unsigned i;
+
+	for (i = 0; l && i < l->n; i++) {
+		rd = (struct remote_wire_read){ .addr = l->reads[i].addr, .val = l->reads[i].val,
+						.len = l->reads[i].len };
+		memcpy((char *)resp + out, &rd, sizeof(rd));
+		out += sizeof(rd);
+	}
+	return out;
+}
+
 static int serve_walk(struct walkers *s, const void *req, size_t len, void *resp, size_t cap,
 		      size_t *resp_len)
 {
 	struct remote_wire_walked h = { 0 };
 	struct remote_wire_result res;
 	struct remote_wire_walk w;
+	const struct walk_log *log;
 	enum remote_end end;
 	struct walker *k;
 	size_t off = sizeof(w), out = sizeof(h), i, n;
@@ -359,18 +377,22 @@ static int serve_walk(struct walkers *s, const void *req, size_t len, void *resp
 		r = take_snap(k, req, len, &off);
 		if (r < 0)
 			return r;
-		if (out + sizeof(res) + (size_t)w.max_frames * sizeof(struct prof_frame) > cap)
+		if (out + sizeof(res) + (size_t)w.max_frames * sizeof(struct prof_frame) +
+		    WALK_MEMO_READS * sizeof(struct remote_wire_read) > cap)
 			return -EMSGSIZE;
 		n = remote_unwind(k->u, &k->snap, (struct prof_frame *)((char *)resp + out +
 									sizeof(res)),
 				  w.max_frames, &end);
+		log = remote_walk_log(k->u);
 		res = (struct remote_wire_result){
 			.n_frames = (uint32_t)n, .end = end, .stack_used = remote_stack_used(k->u),
 			.ran_off = remote_ran_off_copy(k->u), .reused = remote_reused(k->u),
-			.from_chain = remote_from_chain(k->u),
+			.from_chain = remote_from_chain(k->u), .logged = log != NULL,
+			.n_reads = log ? log->n : 0,
 		};
 		memcpy((char *)resp + out, &res, sizeof(res));
 		out += sizeof(res) + n * sizeof(struct prof_frame);
+		out = put_log(log, resp, out);
 	}
 	h.n = w.n;
 	remote_take_pages(k->u, &h.pages_file, &h.pages_memory);

@@ -91,12 +91,23 @@ struct remote_wire_walked {
 	uint64_t pages_file, pages_memory;	/* remote_take_pages' */
 };
 
-/* One walk's result; then n_frames struct prof_frame. */
+/* One walk's result; then n_frames struct prof_frame and, when logged,
+ * n_reads struct remote_wire_read: what the walk read (remote_walk_log),
+ * for the privileged side's memo. */
 struct remote_wire_result {
 	uint32_t n_frames, end;
 	uint64_t stack_used;
 	uint32_t ran_off, reused;
 	uint32_t from_chain;	/* remote_from_chain */
+	uint32_t logged;	/* the walk may be remembered: its reads follow */
+	uint32_t n_reads;	/* at most WALK_MEMO_READS */
+	uint32_t pad;
+};
+
+/* One struct walk_read. */
+struct remote_wire_read {
+	uint64_t addr, val;
+	uint32_t len;
 	uint32_t pad;
 };
 

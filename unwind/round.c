@@ -157,19 +157,22 @@ static void count_parser(struct sampler *s, struct samp_proc *p, size_t walks)
 	s->stats.walks_parser += walks;
 }
 
-/* One copy walked in the parser into frames.  Returns the frame count. */
+/* One copy walked in the parser (or answered by its walks remembered
+ * here) into frames.  Returns the frame count. */
 static size_t walk_one(struct sampler *s, struct samp_proc *p, const struct snap *sn,
 		       struct prof_frame *frames, struct remote_walk *w)
 {
 	struct remote_client *c = procs_client(p);
+	int r;
 
 	*w = (struct remote_walk){ .frames = frames };
-	if (remote_client_unwind(c, &sn, w, 1, s->o.max_frames) < 0) {
+	r = remote_client_unwind(c, &sn, w, 1, s->o.max_frames);
+	if (r < 0) {
 		w->n_frames = 0;
 		w->end = REMOTE_END_ERROR;
 		return 0;
 	}
-	count_parser(s, p, 1);
+	count_parser(s, p, (size_t)r);
 	return w->n_frames;
 }
 
@@ -416,6 +419,7 @@ static int walk_room(struct sampler *s, size_t n0)
 static void walk_round(struct sampler *s, size_t from, size_t to, int pass)
 {
 	size_t i, k, n;
+	int r;
 
 	for (i = from; i < to; i++)
 		s->walked[i].done = false;
@@ -433,14 +437,15 @@ static void walk_round(struct sampler *s, size_t from, size_t to, int pass)
 			s->walked[k].done = true;
 			n++;
 		}
-		if (remote_client_unwind(procs_client(p), s->batch, s->batch_walks, n,
-					 s->o.max_frames) < 0) {
+		r = remote_client_unwind(procs_client(p), s->batch, s->batch_walks, n,
+					 s->o.max_frames);
+		if (r < 0) {
 			for (k = i; k < to; k++)
 				if (snap_proc(s, &s->snaps[k]) == p)
 					s->walked[k].done = false;
 			continue;
 		}
-		count_parser(s, p, n);
+		count_parser(s, p, (size_t)r);
 		for (k = i, n = 0; k < to; k++) {
 			if (s->snaps[k].own_maps != pass || snap_proc(s, &s->snaps[k]) != p)
 				continue;
