@@ -66,7 +66,10 @@ run_variant() {
 	TPID=$!
 	sleep 1
 	kill -0 "$TPID" 2>/dev/null || die "xz ended within 1 s (give more data: REAL_MIB): $(cat "$WORK/xz.err")"
-	"$bin" attach -p "$TPID" -d "${SECS}s" -F "$hz" "${extra[@]}" --json -q -o "$WORK/p.pb.gz" \
+	# a loaded machine may take longer than the default to symbolize:
+	# the bench measures sampling, not that
+	"$bin" attach -p "$TPID" -d "${SECS}s" -F "$hz" "${extra[@]}" --json -q \
+		--write-timeout 120s -o "$WORK/p.pb.gz" \
 		>"$WORK/out" 2>"$WORK/err" </dev/null ||
 		die "$v: cprof attach failed: $(head -c 500 "$WORK/err")"
 	kill -0 "$TPID" 2>/dev/null || die "xz ended during $v: make REAL_MIB larger than $MIB"
