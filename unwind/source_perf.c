@@ -29,22 +29,9 @@
 #include "unwind/sampler_impl.h"
 #include "unwind/source_perf.h"
 
-/* A CPU's ring holds this many samples at least: a CPU runs one thread at
- * a time, so its task clocks take about one sample a period together; a
- * ring wakes the sampling thread once half of it was written (perf_rings_fd),
- * and the other half is slack for a sampling thread that waits for a CPU
- * and for the records still viewed by samples being unwound. */
-#define RING_RECORDS 14u
-/* ... and this many at least, or the rings' memory budget is used up. */
-#define RING_RECORDS_MIN 4u
-/* ... and emptied at least every DRAIN_PERIODS periods on average, at
+/* The rings are emptied at least every DRAIN_PERIODS periods on average, at
  * random gaps: see perf_tick_period. */
 #define DRAIN_PERIODS 16u
-/* ... and the rings of deeper copies (perf_grow) hold this many. */
-#define RING_RECORDS_DEEP 8u
-/* The stack each sample carries, unless --stack-size asks for less: the
- * kernel copies it at every sample, in the thread's time. */
-#define STACK_DEFAULT (16u << 10)
 
 /*
  * The gaps.  The ticks only empty the rings: when one of them is half
@@ -99,16 +86,6 @@ uint64_t perf_src_gap(struct sampler *s)
 uint64_t perf_src_first_gap(struct sampler *s)
 {
 	return s->period_ns / 4 + samp_period_fraction(s) * 3 / 4;
-}
-
-/* The ring for records samples of stack bytes. */
-static size_t perf_ring_for(size_t stack, unsigned records)
-{
-	size_t want = perf_thread_record_size(stack) * records, ring = 4096;
-
-	while (ring < want)
-		ring *= 2;
-	return ring;
 }
 
 static bool runs_go(const struct samp_proc *p);
@@ -251,7 +228,7 @@ static void perf_grow(struct sampler *s, struct tracer_thread *th)
 	pst->grow = pst->rechain = false;
 	/* (an inherited event is its ancestor's to replace) */
 	if (perf_thread_is_inherited(old) || (perf_thread_stack_size(old) >= stack && !rechain) ||
-	    perf_rings_size(ps->rings) < perf_ring_for(stack, RING_RECORDS_MIN))
+	    perf_rings_size(ps->rings) < perf_src_ring_for(stack, RING_RECORDS_MIN))
 		return;
 	if (perf_thread_unsampled(old, &owed) < 0)
 		return;
@@ -462,81 +439,6 @@ static void perf_exec(struct sampler *s, struct samp_proc *p, bool done)
 		s->error = -ENOMEM;
 }
 
-/* Memory and stack sizes. */
-static void perf_sizes(struct sampler *s, struct perf_state *ps)
-{
-	size_t stack = s->o.perf_stack_size ? s->o.perf_stack_size : s->o.stack_size;
-
-	if (stack > PERF_THREAD_STACK_MAX)
-		stack = PERF_THREAD_STACK_MAX;
-	ps->stack_max = stack & ~(size_t)7;
-	/* First the small copy, unless a size was asked for. */
-	ps->stack = s->o.perf_stack_size || ps->stack_max < STACK_DEFAULT ?
-		    ps->stack_max : STACK_DEFAULT;
-	s->stats.perf_stack = ps->stack;
-}
-
-/*
- * The descriptors the events may take: a quarter of the soft limit, raised
- * to the hard one first (as the stop source's file cache does).  The rest
- * is for the threads' /proc files (two a thread while they are sampled by
- * perf events: comm and schedstat, cached up to three quarters of the
- * limit), modules and the output.
- */
-static size_t fd_budget(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return 0;
-	if (rl.rlim_cur < rl.rlim_max) {
-		rlim_t cur = rl.rlim_cur;
-
-		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-			rl.rlim_cur = cur;
-	}
-	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)1 << 20)
-		rl.rlim_cur = (rlim_t)1 << 20;
-	return (size_t)rl.rlim_cur / 4;
-}
-
-/* Why SAMPLER_SOURCE_AUTO samples at stops from the start, or
- * SAMPLER_PERF_USED. */
-static enum sampler_perf_refusal auto_refusal(struct sampler *s, const struct perf_state *ps)
-{
-	size_t n = tracer_thread_count(s->tracer);
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-
-	if (s->o.perf_stack_size > PERF_THREAD_STACK_MAX)
-		return SAMPLER_PERF_STACK;
-	/* An event per thread per CPU (the threads born later that find
-	 * none left are sampled at stops, perf_fallbacks). */
-	if ((uint64_t)n * (uint64_t)(cpus > 0 ? cpus : 1) > ps->fd_budget)
-		return SAMPLER_PERF_THREADS;
-	if (samp_py_runs(s, s->procs[0]))
-		return SAMPLER_PERF_PYTHON;
-	return SAMPLER_PERF_USED;
-}
-
-/* The rings: RING_RECORDS samples of the deepest copy, less where the
- * kernel's budget of locked memory (perf_event_mlock_kb, RLIMIT_MEMLOCK)
- * refuses, but RING_RECORDS_MIN of the first copy at least.  Returns 0
- * or -errno. */
-static int open_rings(struct sampler *s, struct perf_state *ps)
-{
-	size_t want = perf_ring_for(ps->stack, RING_RECORDS);
-	size_t deep = perf_ring_for(ps->stack_max, RING_RECORDS_DEEP);
-	int r;
-
-	r = perf_rings_open(&ps->rings, deep > want ? deep : want,
-			    perf_ring_for(ps->stack, RING_RECORDS_MIN),
-			    s->o.kernel_frames ? PERF_RINGS_KERNEL : 0);
-	if (r == 0)
-		s->stats.perf_ring_bytes = perf_rings_size(ps->rings) * perf_rings_count(ps->rings);
-	return r;
-}
-
 /*
  * Right after attach: perf events when asked for and possible.  With
  * SAMPLER_SOURCE_AUTO a refusal (perf events not permitted or not there,
@@ -559,12 +461,12 @@ static int perf_start(struct sampler *s)
 	if (!ps)
 		return -ENOMEM;
 	s->source_state[perf_src_self()] = ps;
-	perf_sizes(s, ps);
-	ps->fd_budget = fd_budget();
+	perf_src_sizes(s, ps);
+	ps->fd_budget = perf_src_fd_budget();
 	ps->watch = tracer_watching(s->tracer);
 	ps->rescan = ps->watch;
 	if (auto_) {
-		s->stats.perf_refused = auto_refusal(s, ps);
+		s->stats.perf_refused = perf_src_auto_refusal(s, ps);
 		if (s->stats.perf_refused != SAMPLER_PERF_USED)
 			return SAMP_START_REFUSED;
 	}
@@ -574,7 +476,7 @@ static int perf_start(struct sampler *s)
 		s->stats.perf_errno = r;
 		return auto_ ? SAMP_START_REFUSED : r;
 	}
-	r = open_rings(s, ps);
+	r = perf_src_open_rings(s, ps);
 	if (r < 0) {
 		s->stats.perf_refused = SAMPLER_PERF_RINGS;
 		s->stats.perf_errno = r;

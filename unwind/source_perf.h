@@ -86,6 +86,32 @@ static inline struct perf_src_thread *perf_src_of(const struct tracer_thread *th
 	return st && st->source == perf_src_self() ? st->source_data : NULL;
 }
 
+/* A CPU's ring holds this many samples at least: a CPU runs one thread at
+ * a time, so its task clocks take about one sample a period together; a
+ * ring wakes the sampling thread once half of it was written (perf_rings_fd),
+ * and the other half is slack for a sampling thread that waits for a CPU
+ * and for the records still viewed by samples being unwound. */
+#define RING_RECORDS 14u
+/* ... and this many at least, or the rings' memory budget is used up. */
+#define RING_RECORDS_MIN 4u
+/* ... and the rings of deeper copies (perf_grow) hold this many. */
+#define RING_RECORDS_DEEP 8u
+/* The stack each sample carries, unless --stack-size asks for less: the
+ * kernel copies it at every sample, in the thread's time. */
+#define STACK_DEFAULT (16u << 10)
+
+/* The ring for records samples of stack bytes (source_perf_size.c). */
+size_t perf_src_ring_for(size_t stack, unsigned records);
+/* The stack copies' sizes into ps. */
+void perf_src_sizes(struct sampler *s, struct perf_state *ps);
+/* The descriptors the events may take (the soft limit raised first). */
+size_t perf_src_fd_budget(void);
+/* Why SAMPLER_SOURCE_AUTO samples at stops from the start, or
+ * SAMPLER_PERF_USED. */
+enum sampler_perf_refusal perf_src_auto_refusal(struct sampler *s, const struct perf_state *ps);
+/* The rings into ps.  Returns 0 or -errno. */
+int perf_src_open_rings(struct sampler *s, struct perf_state *ps);
+
 /* A thread's next period, in its CPU time (source_perf.c). */
 uint64_t perf_src_gap(struct sampler *s);
 /* A new thread's first period (source_perf.c). */
