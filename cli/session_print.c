@@ -554,7 +554,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       "\"short\": %llu, \"short_ran_out\": %llu}, \"unwinds_reused\": %llu, "
 	       "\"unwinds_kernel_chain\": %llu, "
 	       "\"unwind_pages\": {\"file\": %llu, \"memory\": %llu}, "
-	       "\"walks\": {\"parser\": %llu, \"continued\": %llu}, "
+	       "\"walks\": {\"parser\": %llu, \"continued\": %llu, \"here\": %llu}, "
 	       "\"spins\": {\"polled\": %llu, \"paid\": %llu}, \"signals_reinjected\": %llu, "
 	       "\"signal_ns\": {\"p50\": %llu, \"p99\": %llu, \"max\": %llu, \"total\": %llu}, "
 	       "\"samples_signal_entry\": %llu, \"samples_signal_deferred\": %llu, "
@@ -581,6 +581,7 @@ static void print_json(const struct cli_session *a, pid_t pid, const struct samp
 	       (unsigned long long)st->unwinds_kernel_chain,
 	       (unsigned long long)st->pages_file, (unsigned long long)st->pages_memory,
 	       (unsigned long long)st->walks_parser, (unsigned long long)st->walks_continued,
+	       (unsigned long long)st->walks_here,
 	       (unsigned long long)t->spins, (unsigned long long)t->spins_paid,
 	       (unsigned long long)t->signals_reinjected,
 	       (unsigned long long)tracer_signal_percentile(t, 50),

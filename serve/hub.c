@@ -56,7 +56,7 @@ struct hub {
 	X(tracer.interrupts_expired) X(tracer.group_stops) X(tracer.execs)	\
 	X(copies_full) X(copies_short) X(copies_short_ran_out)		\
 	X(unwinds_reused) X(pages_file) X(pages_memory)		\
-	X(walks_parser) X(walks_continued)				\
+	X(walks_parser) X(walks_continued) X(walks_here)		\
 	X(tracer.spins) X(tracer.spins_paid)				\
 	X(tracer.sched_rt_ns) X(tracer.sched_switches)			\
 	X(perf_threads) X(perf_fallbacks) X(perf_lost) X(perf_throttled)	\

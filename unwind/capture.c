@@ -428,7 +428,7 @@ int capture_process(pid_t pid, const struct capture_opts *o, struct capture *c)
 	ret = proc_modules_update(c->mods, &c->maps);
 	if (ret < 0)
 		goto out;
-	ret = o->helper ? remote_client_create(&x.rc, o->helper, c->mods, &c->maps) :
+	ret = o->helper ? remote_client_create(&x.rc, o->helper, c->pid, c->mods, &c->maps) :
 			  remote_create(&x.u, pid, c->mods, &c->maps);
 	if (ret < 0)
 		goto out;

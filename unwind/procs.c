@@ -47,7 +47,7 @@ int procs_create(struct samp_proc **out, pid_t pid, struct proc_modules *store,
 	if (ret < 0)
 		goto err;
 	/* the maps are p->maps at every walk: procs_use_maps swaps contents */
-	ret = helper ? remote_client_create(&p->client, helper, p->mods, &p->maps) : 0;
+	ret = helper ? remote_client_create(&p->client, helper, pid, p->mods, &p->maps) : 0;
 	if (ret < 0) {
 		remote_destroy(p->unwinder);
 		goto err;

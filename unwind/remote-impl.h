@@ -93,6 +93,11 @@ struct remote_unwinder {
 	bool last_rbp_known;	/* the walk's last frame's %rbp is known: */
 	uint64_t last_rbp;	/* ... this (see go_chain_splice) */
 	bool guess_popped;	/* ... which reads as the first frame's %rbp */
+	/* Without a pid: the live memory given (remote_set_live), and the
+	 * last live read that no span held (remote_needed). */
+	const struct remote_live *live;
+	size_t n_live;
+	uint64_t needed;
 };
 
 /* remote_memory.c */

@@ -546,6 +546,7 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 
 	u->from_chain = false;
 	u->log_kept = false;
+	u->needed = 0;
 	n = go_chain_take(u, s, frames, max, end);
 	if (n) {
 		u->reused = false;

@@ -134,6 +134,27 @@ void remote_take_pages(struct remote_unwinder *u, uint64_t *from_file, uint64_t 
 bool remote_walk_needs_target(struct remote_unwinder *u, const struct prof_frame *frames,
 			      size_t n, enum remote_end end);
 
+/* Bytes of the target's memory, read by the privileged side for a walk
+ * in the parser (see remote_set_live). */
+struct remote_live {
+	uint64_t start;
+	size_t len;
+	const uint8_t *data;
+};
+
+/*
+ * For an unwinder without a pid (the parser's): the target's memory that
+ * the next walks may read where an unwinder with a pid reads it live, n
+ * spans of it (the caller's, kept until the next call; n 0: none).  A read
+ * of live memory that they do not hold fails, and the last such read is
+ * remembered (remote_needed).
+ */
+void remote_set_live(struct remote_unwinder *u, const struct remote_live *live, size_t n);
+
+/* The address of the last read of live memory that the last remote_unwind
+ * wanted and could not make (no pid, no span held it), 0 for none. */
+uint64_t remote_needed(const struct remote_unwinder *u);
+
 /* Whether e means the walk reached a thread root or a Go stack switch. */
 bool remote_end_is_root(enum remote_end e);
 

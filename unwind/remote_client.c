@@ -10,12 +10,21 @@
 
 #include "elf/objfile.h"
 #include "lib/grow.h"
+#include "process/memory.h"
 #include "unwind/remote_client.h"
 #include "unwind/remote_wire.h"
 #include "unwind/walk_memo.h"
 
+/* A walk that needed the target's memory is walked again with it at most
+ * this many times; each time a window of at most LIVE_WINDOW bytes from
+ * the page the walk needed is read (clipped to its mapping and to
+ * REMOTE_WIRE_LIVE_BYTES a copy in all). */
+#define LIVE_ROUNDS REMOTE_WIRE_LIVE_MAX
+#define LIVE_WINDOW (16u << 10)
+
 struct remote_client {
 	struct conf_helper *h;
+	pid_t pid;
 	const struct proc_modules *mods;
 	const struct proc_maps *maps;
 	uint32_t id;
@@ -40,9 +49,17 @@ struct remote_client {
 	struct remote_walk *miss_out;
 	size_t cap_miss;
 	struct walk_log log;	/* one answer's, read back */
+	/* A walk continued with the target's memory (continue_walk): the
+	 * spans read and their bytes (REMOTE_WIRE_LIVE_BYTES), the walk's
+	 * frames in the parser's answer until it is kept. */
+	struct remote_wire_live live[REMOTE_WIRE_LIVE_MAX];
+	size_t n_live;
+	uint8_t *live_bytes;
+	struct prof_frame *live_frames;
+	size_t cap_live_frames;
 };
 
-int remote_client_create(struct remote_client **out, struct conf_helper *h,
+int remote_client_create(struct remote_client **out, struct conf_helper *h, pid_t pid,
 			 const struct proc_modules *mods, const struct proc_maps *maps)
 {
 	static atomic_uint next_id;
@@ -61,6 +78,7 @@ int remote_client_create(struct remote_client **out, struct conf_helper *h,
 	if (walk_memo_create(&c->memo) < 0)
 		c->memo = NULL;	/* every copy goes to the parser */
 	c->h = h;
+	c->pid = pid;
 	c->mods = mods;
 	c->maps = maps;
 	c->id = atomic_fetch_add(&next_id, 1) + 1;
@@ -92,6 +110,8 @@ void remote_client_destroy(struct remote_client *c)
 	free(c->miss_idx);
 	free(c->miss_snaps);
 	free(c->miss_out);
+	free(c->live_bytes);
+	free(c->live_frames);
 	free(c);
 }
 
@@ -336,7 +356,9 @@ static size_t snap_wire_size(const struct snap *s)
 	       remote_wire_pad8(s->stack2_len) + s->n_user * sizeof(uint64_t);
 }
 
-static int put_snap(struct remote_client *c, size_t *off, const struct snap *s)
+/* s, and with it the live memory read for it (c->live: n_live spans,
+ * 0 for none). */
+static int put_snap(struct remote_client *c, size_t *off, const struct snap *s, size_t n_live)
 {
 	static const char zeros[8];
 	struct remote_wire_snap w = {
@@ -344,8 +366,9 @@ static int put_snap(struct remote_client *c, size_t *off, const struct snap *s)
 		.stack2_start = s->stack2_start, .stack2_len = s->stack2_len,
 		.flags = (s->regs_partial ? REMOTE_WIRE_REGS_PARTIAL : 0) |
 			 (s->unstopped ? REMOTE_WIRE_UNSTOPPED : 0),
-		.n_user = (uint32_t)s->n_user,
+		.n_user = (uint32_t)s->n_user, .n_live = (uint32_t)n_live,
 	};
+	size_t i, at = 0;
 	int r = put(c, off, &w, sizeof(w));
 
 	if (!r)
@@ -358,6 +381,14 @@ static int put_snap(struct remote_client *c, size_t *off, const struct snap *s)
 		r = put(c, off, zeros, remote_wire_pad8(s->stack2_len) - s->stack2_len);
 	if (!r)
 		r = put(c, off, s->user, s->n_user * sizeof(uint64_t));
+	for (i = 0; i < n_live && !r; i++) {
+		r = put(c, off, &c->live[i], sizeof(c->live[i]));
+		if (!r)
+			r = put(c, off, c->live_bytes + at, c->live[i].len);
+		if (!r)
+			r = put(c, off, zeros, remote_wire_pad8(c->live[i].len) - c->live[i].len);
+		at += c->live[i].len;
+	}
 	return r;
 }
 
@@ -370,7 +401,8 @@ static void leaf_only(struct remote_client *c, const struct snap *s, struct remo
 	o->n_frames = 0;
 	o->end = REMOTE_END_PARSER;
 	o->stack_used = 0;
-	o->ran_off = o->reused = o->from_chain = false;
+	o->ran_off = o->reused = o->from_chain = o->continued = false;
+	o->needed = 0;
 	if (!max_frames)
 		return;
 	o->frames[o->n_frames++] = (struct prof_frame){ .addr = snap_pc(s), .module = m ? m->id : 0,
@@ -443,6 +475,8 @@ static int read_answer(struct remote_client *c, size_t alen, const struct snap *
 		out[i].ran_off = res.ran_off != 0;
 		out[i].reused = res.reused != 0;
 		out[i].from_chain = res.from_chain != 0;
+		out[i].needed = res.needed;
+		out[i].continued = false;
 		/* (it says how much of the thread's stack its next copies take) */
 		if (out[i].stack_used > snaps[i]->stack_len)
 			out[i].stack_used = snaps[i]->stack_len;
@@ -457,9 +491,10 @@ static int read_answer(struct remote_client *c, size_t alen, const struct snap *
 	return 0;
 }
 
-/* Walks snaps[0..n), which fit one request and one answer. */
+/* Walks snaps[0..n), which fit one request and one answer (n 1 when
+ * n_live, the spans of c->live sent with it). */
 static int walk_batch(struct remote_client *c, const struct snap *const *snaps,
-		      struct remote_walk *out, size_t n, size_t max_frames)
+		      struct remote_walk *out, size_t n, size_t max_frames, size_t n_live)
 {
 	const struct proc_module *m = proc_modules_lookup(c->mods, snap_pc(snaps[0]));
 	struct remote_wire_walk w;
@@ -480,7 +515,7 @@ static int walk_batch(struct remote_client *c, const struct snap *const *snaps,
 		memcpy(c->req, &w, sizeof(w));
 		off = sizeof(w);
 		for (i = 0; i < n && !r; i++)
-			r = put_snap(c, &off, snaps[i]);
+			r = put_snap(c, &off, snaps[i], n_live);
 		if (r < 0)
 			break;
 		/* named after the leaf's module: where a walk starts parsing */
@@ -527,9 +562,88 @@ static void walk_in_parser(struct remote_client *c, const struct snap *const *sn
 			i++;
 			continue;
 		}
-		walk_batch(c, snaps + i, out + i, k - i, max_frames);
+		walk_batch(c, snaps + i, out + i, k - i, max_frames, 0);
 		i = k;
 	}
+}
+
+/*
+ * The window to read for a walk that needed the target's memory at addr,
+ * into c->live: from addr's page on, within the readable mapping that
+ * holds addr (the parser is not trusted: it names an address, cprof
+ * decides what is read), LIVE_WINDOW at most and what is left of
+ * REMOTE_WIRE_LIVE_BYTES.  Returns 0, or -1 for nothing to read.
+ */
+static int read_window(struct remote_client *c, uint64_t addr, size_t *used)
+{
+	const struct proc_map *m = proc_maps_find(c->maps, addr);
+	uint64_t start = addr & ~(uint64_t)4095, end;
+	ssize_t got;
+	size_t i;
+
+	if (!m || !(m->perms & PROC_MAP_R) || addr > UINT64_MAX - 8 || addr + 8 > m->end ||
+	    c->n_live == REMOTE_WIRE_LIVE_MAX || *used >= REMOTE_WIRE_LIVE_BYTES)
+		return -1;
+	/* a span already read that holds it: the parser asks again for what
+	 * it was given */
+	for (i = 0; i < c->n_live; i++)
+		if (addr >= c->live[i].start && addr - c->live[i].start < c->live[i].len)
+			return -1;
+	if (start < m->start)
+		start = m->start;
+	end = m->end - start > LIVE_WINDOW ? start + LIVE_WINDOW : m->end;
+	if (end - start > REMOTE_WIRE_LIVE_BYTES - *used)
+		end = start + (REMOTE_WIRE_LIVE_BYTES - *used);
+	if (end < addr + 8)
+		return -1;
+	got = proc_mem_read(c->pid, start, c->live_bytes + *used, (size_t)(end - start));
+	if (got < 0 || (uint64_t)got < addr + 8 - start)
+		return -1;
+	c->live[c->n_live++] = (struct remote_wire_live){ .start = start, .len = (uint64_t)got };
+	*used += (size_t)got;
+	return 0;
+}
+
+/*
+ * Walk o of s needed the target's memory (o->needed): the walk is made
+ * again in the parser with a window of it read here, as long as each walk
+ * names a new address to read, LIVE_ROUNDS times at most.  o keeps the
+ * last walk the parser answered; o->continued when there was one.
+ */
+static void continue_walk(struct remote_client *c, const struct snap *s, struct remote_walk *o,
+			  size_t max_frames)
+{
+	struct remote_walk w;
+	size_t used = 0, round;
+
+	if (c->pid <= 0 || !o->needed || snap_wire_size(s) + REMOTE_WIRE_LIVE_BYTES +
+	    REMOTE_WIRE_LIVE_MAX * (sizeof(struct remote_wire_live) + 8) +
+	    sizeof(struct remote_wire_walk) > CONF_MSG_MAX)
+		return;
+	if (!c->live_bytes && !(c->live_bytes = malloc(REMOTE_WIRE_LIVE_BYTES)))
+		return;
+	if (c->cap_live_frames < max_frames) {
+		free(c->live_frames);
+		c->cap_live_frames = 0;
+		c->live_frames = malloc(max_frames * sizeof(*c->live_frames));
+		if (!c->live_frames)
+			return;
+		c->cap_live_frames = max_frames;
+	}
+	c->n_live = 0;
+	for (round = 0; round < LIVE_ROUNDS && o->needed; round++) {
+		if (read_window(c, o->needed, &used) < 0)
+			break;
+		w = (struct remote_walk){ .frames = c->live_frames };
+		walk_batch(c, &s, &w, 1, max_frames, c->n_live);
+		if (w.end == REMOTE_END_PARSER)
+			break;	/* what the parser gave before stays */
+		memcpy(o->frames, w.frames, w.n_frames * sizeof(*o->frames));
+		w.frames = o->frames;
+		w.continued = true;
+		*o = w;
+	}
+	c->n_live = 0;
 }
 
 /* Whether the memo answers s: o filled as the parser's walk would be. */
@@ -552,7 +666,8 @@ static bool memo_answers(struct remote_client *c, const struct snap *s, struct r
 	o->stack_used = r.stack_used;
 	o->ran_off = r.ran_off;
 	o->reused = true;
-	o->from_chain = false;
+	o->from_chain = o->continued = false;
+	o->needed = 0;
 	return true;
 }
 
@@ -585,7 +700,9 @@ int remote_client_unwind(struct remote_client *c, const struct snap *const *snap
 	if (!k)
 		return 0;
 	walk_in_parser(c, c->miss_snaps, c->miss_out, k, max_frames);
-	for (i = 0; i < k; i++)
+	for (i = 0; i < k; i++) {
+		continue_walk(c, c->miss_snaps[i], &c->miss_out[i], max_frames);
 		out[c->miss_idx[i]] = c->miss_out[i];
+	}
 	return (int)k;
 }

@@ -6,7 +6,11 @@
  * call for many); the parser walks them with the same code as
  * unwind/remote.h, over the files and the copies only, never the target's
  * memory.  A walk that needed the target's memory (code no file holds, a
- * parked goroutine's stack) ends there (REMOTE_END_BAD_MEMORY).  A parser
+ * parked goroutine's stack under a cgo call) says at which address
+ * (remote_needed): the privileged side reads raw bytes there, of process
+ * pid (at most a few pages, within a readable mapping of maps,
+ * REMOTE_WIRE_LIVE_BYTES a copy in all) and has the parser walk the copy
+ * again with them, a few rounds at most; it never parses them.  A parser
  * that dies or fails on a batch leaves each of its snapshots its leaf
  * (pc and module) and REMOTE_END_PARSER; the death is the helper's to
  * report (conf_death), named by the module being sent, or for a walk by
@@ -22,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "confine/confine.h"
 #include "profile/stacks.h"
@@ -33,11 +38,11 @@
 struct remote_client;
 
 /*
- * A walker of one process in helper h.  mods and maps are the caller's,
+ * A walker of process pid in helper h.  mods and maps are the caller's,
  * read (never changed) here; they must outlive the client.  Returns 0 or
  * -errno.
  */
-int remote_client_create(struct remote_client **out, struct conf_helper *h,
+int remote_client_create(struct remote_client **out, struct conf_helper *h, pid_t pid,
 			 const struct proc_modules *mods, const struct proc_maps *maps);
 /* Ends the walker (in the parser too).  NULL is fine. */
 void remote_client_destroy(struct remote_client *c);
@@ -63,6 +68,8 @@ struct remote_walk {
 	bool ran_off;			/* remote_ran_off_copy */
 	bool reused;			/* remote_reused */
 	bool from_chain;		/* remote_from_chain */
+	uint64_t needed;		/* the parser's remote_needed, for this walk */
+	bool continued;			/* walked again with live memory read here */
 };
 
 /*
@@ -70,7 +77,8 @@ struct remote_walk {
  * that a walk the parser made before answers (the walks it sent back with
  * what they read, remembered here as unwind/walk_memo.h says; out[i].reused
  * set) without a call, the others in the parser, in as few calls as the
- * shared area allows.  Returns the count walked in the parser (every
+ * shared area allows, those that needed the target's memory walked again
+ * with it (out[i].continued).  Returns the count walked in the parser (every
  * out[i] set, REMOTE_END_PARSER for those the parser could not walk), or
  * -ENOMEM.
  */

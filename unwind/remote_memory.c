@@ -23,6 +23,35 @@ void remote_flush_pages(struct remote_unwinder *u)
 	u->n_pages = 0;
 }
 
+/* Without a pid: len bytes at addr from the live memory given
+ * (remote_set_live), or -EFAULT, addr then remembered as needed. */
+static int read_given(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
+{
+	const struct remote_live *l;
+	size_t i;
+
+	for (i = 0; i < u->n_live; i++) {
+		l = &u->live[i];
+		if (addr >= l->start && addr - l->start <= l->len && len <= l->len - (addr - l->start)) {
+			memcpy(dst, l->data + (addr - l->start), len);
+			return 0;
+		}
+	}
+	u->needed = addr;
+	return -EFAULT;
+}
+
+void remote_set_live(struct remote_unwinder *u, const struct remote_live *live, size_t n)
+{
+	u->live = live;
+	u->n_live = n;
+}
+
+uint64_t remote_needed(const struct remote_unwinder *u)
+{
+	return u->needed;
+}
+
 /*
  * Page page of read-only mapping m into data: from the open file of its
  * module, at the file offset the mapping gives, or from the target when
@@ -40,8 +69,14 @@ static int fill_page(struct remote_unwinder *u, const struct proc_map *m, uint64
 		u->pages_file++;
 		return 0;
 	}
-	if (r != -ENODATA || u->pid <= 0 || proc_mem_read_all(u->pid, page, data, PAGE_SIZE_) < 0)
+	if (r != -ENODATA)
 		return -EFAULT;
+	if (u->pid <= 0) {
+		if (read_given(u, page, data, PAGE_SIZE_) < 0)
+			return -EFAULT;
+	} else if (proc_mem_read_all(u->pid, page, data, PAGE_SIZE_) < 0) {
+		return -EFAULT;
+	}
 	u->pages_memory++;
 	return 0;
 }
@@ -88,11 +123,12 @@ static int read_cached(struct remote_unwinder *u, const struct proc_map *m, uint
 }
 
 /* The target's memory, never read by an unwinder without a pid (the
- * confined parser's: it has the copies and the files, nothing else). */
+ * confined parser's: it has the copies, the files and what the privileged
+ * side read for it, nothing else). */
 static int read_live(struct remote_unwinder *u, uint64_t addr, void *dst, size_t len)
 {
 	if (u->pid <= 0)
-		return -EFAULT;
+		return read_given(u, addr, dst, len);
 	return proc_mem_read_all(u->pid, addr, dst, len) == 0 ? 0 : -EFAULT;
 }
 

@@ -29,6 +29,7 @@ struct walker {
 	size_t n_debug;			/* room in debug_fds */
 	uint64_t gen;			/* the space last received; 0 none */
 	struct snap snap;		/* a view of each snapshot of a request */
+	struct remote_live live[REMOTE_WIRE_LIVE_MAX]; /* its live memory, a view */
 };
 
 struct walkers {
@@ -288,13 +289,16 @@ static int serve_space(struct walkers *s, const void *req, size_t len)
 static int take_snap(struct walker *k, const void *req, size_t len, size_t *off)
 {
 	struct remote_wire_snap w;
+	struct remote_wire_live l;
 	struct snap *s = &k->snap;
 	const void *p;
+	uint32_t i;
 
 	if (!take(req, len, off, sizeof(w), &p))
 		return -EPROTO;
 	memcpy(&w, p, sizeof(w));
-	if (w.n_user > SNAP_USER_MAX || w.stack_len > CONF_MSG_MAX || w.stack2_len > CONF_MSG_MAX)
+	if (w.n_user > SNAP_USER_MAX || w.stack_len > CONF_MSG_MAX ||
+	    w.stack2_len > CONF_MSG_MAX || w.n_live > REMOTE_WIRE_LIVE_MAX)
 		return -EPROTO;
 	s->regs = w.regs;
 	s->stack_start = w.stack_start;
@@ -313,6 +317,16 @@ static int take_snap(struct walker *k, const void *req, size_t len, size_t *off)
 	if (!take(req, len, off, w.n_user * sizeof(uint64_t), &p))
 		return -EPROTO;
 	memcpy(s->user, p, w.n_user * sizeof(uint64_t));
+	for (i = 0; i < w.n_live; i++) {
+		if (!take(req, len, off, sizeof(l), &p))
+			return -EPROTO;
+		memcpy(&l, p, sizeof(l));
+		if (l.len > REMOTE_WIRE_LIVE_BYTES || !take(req, len, off, remote_wire_pad8(l.len), &p))
+			return -EPROTO;
+		k->live[i] = (struct remote_live){ .start = l.start, .len = (size_t)l.len,
+						   .data = p };
+	}
+	remote_set_live(k->u, k->live, w.n_live);
 	return 0;
 }
 
@@ -359,6 +373,7 @@ static int serve_walk(struct walkers *s, const void *req, size_t len, void *resp
 	struct remote_wire_result res;
 	struct remote_wire_walk w;
 	const struct walk_log *log;
+	const struct prof_frame *fr;
 	enum remote_end end;
 	struct walker *k;
 	size_t off = sizeof(w), out = sizeof(h), i, n;
@@ -384,7 +399,11 @@ static int serve_walk(struct walkers *s, const void *req, size_t len, void *resp
 									sizeof(res)),
 				  w.max_frames, &end);
 		log = remote_walk_log(k->u);
+		fr = (const struct prof_frame *)((char *)resp + out + sizeof(res));
 		res = (struct remote_wire_result){
+			/* (only where the walk would go on with it: see
+			 * remote_walk_needs_target) */
+			.needed = remote_walk_needs_target(k->u, fr, n, end) ? remote_needed(k->u) : 0,
 			.n_frames = (uint32_t)n, .end = end, .stack_used = remote_stack_used(k->u),
 			.ran_off = remote_ran_off_copy(k->u), .reused = remote_reused(k->u),
 			.from_chain = remote_from_chain(k->u), .logged = log != NULL,

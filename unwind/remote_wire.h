@@ -76,13 +76,26 @@ enum {
 };
 
 /* One snapshot; then stack_len bytes, stack2_len bytes (each padded to
- * 8) and n_user words. */
+ * 8), n_user words, and n_live struct remote_wire_live each followed by
+ * its bytes (padded to 8). */
 struct remote_wire_snap {
 	struct user_regs_struct regs;
 	uint64_t stack_start, stack_len;
 	uint64_t stack2_start, stack2_len;
 	uint32_t flags;		/* REMOTE_WIRE_REGS_PARTIAL, _UNSTOPPED */
 	uint32_t n_user;
+	uint32_t n_live;	/* at most REMOTE_WIRE_LIVE_MAX */
+	uint32_t pad;
+};
+
+/* The target's memory that the privileged side read for a walk that
+ * needed it (remote_wire_result.needed): at most REMOTE_WIRE_LIVE_MAX
+ * spans, REMOTE_WIRE_LIVE_BYTES in all, a snapshot. */
+#define REMOTE_WIRE_LIVE_MAX 4u
+#define REMOTE_WIRE_LIVE_BYTES (64u << 10)
+
+struct remote_wire_live {
+	uint64_t start, len;
 };
 
 struct remote_wire_walked {
@@ -102,6 +115,8 @@ struct remote_wire_result {
 	uint32_t logged;	/* the walk may be remembered: its reads follow */
 	uint32_t n_reads;	/* at most WALK_MEMO_READS */
 	uint32_t pad;
+	uint64_t needed;	/* the walk would go on with the target's memory
+				 * at this address (remote_needed); 0: no */
 };
 
 /* One struct walk_read. */

@@ -110,8 +110,8 @@ static void count_pages(struct sampler *s, struct remote_unwinder *u)
 	s->stats.pages_memory += from_memory;
 }
 
-/* samp_unwind_snap in this process (no parser, or a walk the parser
- * could not finish). */
+/* samp_unwind_snap in this process (no parser, or no memory for the
+ * call to it). */
 static size_t unwind_here(struct sampler *s, struct samp_proc *p, const struct snap *sn,
 			  enum remote_end *end, size_t *used, bool *ran_off)
 {
@@ -120,6 +120,7 @@ static size_t unwind_here(struct sampler *s, struct samp_proc *p, const struct s
 	enum remote_end end2;
 	size_t n2;
 
+	s->stats.walks_here++;
 	*used = remote_stack_used(u);
 	*ran_off = remote_ran_off_copy(u);
 	s->stats.unwinds_reused += remote_reused(u);
@@ -178,9 +179,8 @@ static size_t walk_one(struct sampler *s, struct samp_proc *p, const struct snap
 
 /*
  * What comes after the parser's walk w of sn (its frames in s->frames,
- * walked under maps_gen): a walk that needed the target's memory (a
- * goroutine's stack under a cgo call, code no file holds) is made again here,
- * whole, as without a parser; a walk whose frames say the maps are stale
+ * walked under maps_gen; one that needed the target's memory was
+ * continued there with it, remote_client_unwind): a walk whose frames say the maps are stale
  * is made again in the parser with fresh ones (as unwind_here), or with
  * those another copy's retry read since.  Returns the frame count.
  */
@@ -196,11 +196,10 @@ static size_t after_parser(struct sampler *s, struct samp_proc *p, const struct 
 	*ran_off = w->ran_off;
 	s->stats.unwinds_reused += w->reused;
 	s->stats.unwinds_kernel_chain += w->from_chain;
-	if (w->end == REMOTE_END_ERROR ||
-	    remote_walk_needs_target(procs_unwinder(p), s->frames, n, w->end)) {
-		s->stats.walks_continued++;
+	s->stats.walks_continued += w->continued;
+	/* (no call made: out of memory here) */
+	if (w->end == REMOTE_END_ERROR && !n)
 		return unwind_here(s, p, sn, end, used, ran_off);
-	}
 	if (w->end == REMOTE_END_PARSER)
 		return n;	/* the leaf alone: the parser died on it */
 	if (!(maps_gen != p->maps_gen && unknown_frames(s->frames, n)) &&

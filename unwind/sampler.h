@@ -158,10 +158,14 @@ struct sampler_stats {
 	uint64_t pages_file;
 	uint64_t pages_memory;
 	/* With a parser (sampler_opts.helper): copies it walked, and those of
-	 * them whose walk needed the target's memory (a Go g0 or cgo stack,
-	 * code no file holds), walked again in cprof from the copy. */
+	 * them whose walk needed the target's memory (a Go goroutine's stack
+	 * under a cgo call or reached from g0, code no file holds), walked
+	 * again there with raw memory cprof read for it.  walks_here: copies
+	 * walked in cprof (all of them without a parser; with one, only when
+	 * cprof had no memory for the call). */
 	uint64_t walks_parser;
 	uint64_t walks_continued;
+	uint64_t walks_here;
 	uint64_t value_ns;	/* sum of the samples' cpu or wall time */
 	uint64_t start_realtime_ns;
 	uint64_t elapsed_ns;
