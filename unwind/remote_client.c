@@ -11,53 +11,9 @@
 #include "elf/objfile.h"
 #include "lib/grow.h"
 #include "process/memory.h"
-#include "unwind/remote_client.h"
+#include "unwind/remote_client-impl.h"
 #include "unwind/remote_wire.h"
 #include "unwind/walk_memo.h"
-
-/* A walk that needed the target's memory is walked again with it at most
- * this many times; each time a window of at most LIVE_WINDOW bytes from
- * the page the walk needed is read (clipped to its mapping and to
- * REMOTE_WIRE_LIVE_BYTES a copy in all). */
-#define LIVE_ROUNDS REMOTE_WIRE_LIVE_MAX
-#define LIVE_WINDOW (16u << 10)
-
-struct remote_client {
-	struct conf_helper *h;
-	pid_t pid;
-	const struct proc_modules *mods;
-	const struct proc_maps *maps;
-	uint32_t id;
-	uint64_t parser_gen;	/* the helper generation what is below was sent to */
-	size_t sent_mods;	/* modules 1..sent_mods are the parser's */
-	uint64_t space_gen;	/* moves on with every flush and new parser: the
-				 * generation memo entries are made under */
-	uint64_t space_sent;	/* the one the parser has; 0 none */
-	char *req, *answer;	/* CONF_MSG_MAX each */
-	uint64_t pages_file, pages_memory;
-	struct remote_client_error *errs;
-	size_t n_errs, cap_errs;
-	uint32_t *deadly;	/* modules a parser died on as they were sent */
-	size_t n_deadly, cap_deadly;
-	/* The parser's walks remembered here, with what they read: a copy
-	 * that reads the same is answered without a call.  NULL: none. */
-	struct walk_memo *memo;
-	/* The copies of a call the memo did not answer (remote_client_unwind):
-	 * their index in the caller's arrays, the copy, its walk. */
-	size_t *miss_idx;
-	const struct snap **miss_snaps;
-	struct remote_walk *miss_out;
-	size_t cap_miss;
-	struct walk_log log;	/* one answer's, read back */
-	/* A walk continued with the target's memory (continue_walk): the
-	 * spans read and their bytes (REMOTE_WIRE_LIVE_BYTES), the walk's
-	 * frames in the parser's answer until it is kept. */
-	struct remote_wire_live live[REMOTE_WIRE_LIVE_MAX];
-	size_t n_live;
-	uint8_t *live_bytes;
-	struct prof_frame *live_frames;
-	size_t cap_live_frames;
-};
 
 int remote_client_create(struct remote_client **out, struct conf_helper *h, pid_t pid,
 			 const struct proc_modules *mods, const struct proc_maps *maps)
@@ -350,7 +306,7 @@ int remote_client_sync(struct remote_client *c)
 	return r < 0 ? r : 0;
 }
 
-static size_t snap_wire_size(const struct snap *s)
+size_t remote_client_snap_size(const struct snap *s)
 {
 	return sizeof(struct remote_wire_snap) + remote_wire_pad8(s->stack_len) +
 	       remote_wire_pad8(s->stack2_len) + s->n_user * sizeof(uint64_t);
@@ -493,8 +449,8 @@ static int read_answer(struct remote_client *c, size_t alen, const struct snap *
 
 /* Walks snaps[0..n), which fit one request and one answer (n 1 when
  * n_live, the spans of c->live sent with it). */
-static int walk_batch(struct remote_client *c, const struct snap *const *snaps,
-		      struct remote_walk *out, size_t n, size_t max_frames, size_t n_live)
+int remote_client_walk_batch(struct remote_client *c, const struct snap *const *snaps,
+			     struct remote_walk *out, size_t n, size_t max_frames, size_t n_live)
 {
 	const struct proc_module *m = proc_modules_lookup(c->mods, snap_pc(snaps[0]));
 	struct remote_wire_walk w;
@@ -549,7 +505,7 @@ static void walk_in_parser(struct remote_client *c, const struct snap *const *sn
 		req = sizeof(struct remote_wire_walk);
 		ans = sizeof(struct remote_wire_walked);
 		for (k = i; k < n; k++) {
-			size_t one = snap_wire_size(snaps[k]);
+			size_t one = remote_client_snap_size(snaps[k]);
 
 			if (req + one > CONF_MSG_MAX || ans + answer_one > CONF_MSG_MAX)
 				break;
@@ -562,88 +518,9 @@ static void walk_in_parser(struct remote_client *c, const struct snap *const *sn
 			i++;
 			continue;
 		}
-		walk_batch(c, snaps + i, out + i, k - i, max_frames, 0);
+		remote_client_walk_batch(c, snaps + i, out + i, k - i, max_frames, 0);
 		i = k;
 	}
-}
-
-/*
- * The window to read for a walk that needed the target's memory at addr,
- * into c->live: from addr's page on, within the readable mapping that
- * holds addr (the parser is not trusted: it names an address, cprof
- * decides what is read), LIVE_WINDOW at most and what is left of
- * REMOTE_WIRE_LIVE_BYTES.  Returns 0, or -1 for nothing to read.
- */
-static int read_window(struct remote_client *c, uint64_t addr, size_t *used)
-{
-	const struct proc_map *m = proc_maps_find(c->maps, addr);
-	uint64_t start = addr & ~(uint64_t)4095, end;
-	ssize_t got;
-	size_t i;
-
-	if (!m || !(m->perms & PROC_MAP_R) || addr > UINT64_MAX - 8 || addr + 8 > m->end ||
-	    c->n_live == REMOTE_WIRE_LIVE_MAX || *used >= REMOTE_WIRE_LIVE_BYTES)
-		return -1;
-	/* a span already read that holds it: the parser asks again for what
-	 * it was given */
-	for (i = 0; i < c->n_live; i++)
-		if (addr >= c->live[i].start && addr - c->live[i].start < c->live[i].len)
-			return -1;
-	if (start < m->start)
-		start = m->start;
-	end = m->end - start > LIVE_WINDOW ? start + LIVE_WINDOW : m->end;
-	if (end - start > REMOTE_WIRE_LIVE_BYTES - *used)
-		end = start + (REMOTE_WIRE_LIVE_BYTES - *used);
-	if (end < addr + 8)
-		return -1;
-	got = proc_mem_read(c->pid, start, c->live_bytes + *used, (size_t)(end - start));
-	if (got < 0 || (uint64_t)got < addr + 8 - start)
-		return -1;
-	c->live[c->n_live++] = (struct remote_wire_live){ .start = start, .len = (uint64_t)got };
-	*used += (size_t)got;
-	return 0;
-}
-
-/*
- * Walk o of s needed the target's memory (o->needed): the walk is made
- * again in the parser with a window of it read here, as long as each walk
- * names a new address to read, LIVE_ROUNDS times at most.  o keeps the
- * last walk the parser answered; o->continued when there was one.
- */
-static void continue_walk(struct remote_client *c, const struct snap *s, struct remote_walk *o,
-			  size_t max_frames)
-{
-	struct remote_walk w;
-	size_t used = 0, round;
-
-	if (c->pid <= 0 || !o->needed || snap_wire_size(s) + REMOTE_WIRE_LIVE_BYTES +
-	    REMOTE_WIRE_LIVE_MAX * (sizeof(struct remote_wire_live) + 8) +
-	    sizeof(struct remote_wire_walk) > CONF_MSG_MAX)
-		return;
-	if (!c->live_bytes && !(c->live_bytes = malloc(REMOTE_WIRE_LIVE_BYTES)))
-		return;
-	if (c->cap_live_frames < max_frames) {
-		free(c->live_frames);
-		c->cap_live_frames = 0;
-		c->live_frames = malloc(max_frames * sizeof(*c->live_frames));
-		if (!c->live_frames)
-			return;
-		c->cap_live_frames = max_frames;
-	}
-	c->n_live = 0;
-	for (round = 0; round < LIVE_ROUNDS && o->needed; round++) {
-		if (read_window(c, o->needed, &used) < 0)
-			break;
-		w = (struct remote_walk){ .frames = c->live_frames };
-		walk_batch(c, &s, &w, 1, max_frames, c->n_live);
-		if (w.end == REMOTE_END_PARSER)
-			break;	/* what the parser gave before stays */
-		memcpy(o->frames, w.frames, w.n_frames * sizeof(*o->frames));
-		w.frames = o->frames;
-		w.continued = true;
-		*o = w;
-	}
-	c->n_live = 0;
 }
 
 /* Whether the memo answers s: o filled as the parser's walk would be. */
@@ -701,7 +578,7 @@ int remote_client_unwind(struct remote_client *c, const struct snap *const *snap
 		return 0;
 	walk_in_parser(c, c->miss_snaps, c->miss_out, k, max_frames);
 	for (i = 0; i < k; i++) {
-		continue_walk(c, c->miss_snaps[i], &c->miss_out[i], max_frames);
+		remote_client_continue(c, c->miss_snaps[i], &c->miss_out[i], max_frames);
 		out[c->miss_idx[i]] = c->miss_out[i];
 	}
 	return (int)k;
