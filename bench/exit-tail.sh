@@ -59,16 +59,6 @@ bench_workdir
 # timed's pause: a read that times out on a FIFO nobody writes
 mkfifo "$WORK/tick" || die "cannot make a FIFO in $WORK"
 exec 9<>"$WORK/tick"
-LOAD_PIDS=""
-stop_load() {
-	local p
-	for p in $LOAD_PIDS; do
-		kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	LOAD_PIDS=""
-}
-trap 'stop_load; bench_cleanup' EXIT
 
 printf 'int main(void) { for (;;) __asm__ volatile(""); }\n' >"$WORK/hog.c"
 cat >"$WORK/writer.c" <<'EOF'
@@ -102,9 +92,9 @@ done
 start_load() {
 	local i
 	for i in $(seq "$(nproc)"); do
-		"$WORK/hog" & LOAD_PIDS="$LOAD_PIDS $!"
+		"$WORK/hog" & bench_load_add $!
 	done
-	"$WORK/writer" "$WORK/junk" & LOAD_PIDS="$LOAD_PIDS $!"
+	"$WORK/writer" "$WORK/junk" & bench_load_add $!
 	sleep 1
 }
 
@@ -234,7 +224,7 @@ measure quiet
 echo "load average before the load: $(cut -d' ' -f1-3 /proc/loadavg)"
 start_load
 measure loaded
-stop_load
+bench_stop_load
 stop_target
 
 python3 - "$WORK/runs" "$CAP" <<'EOF' || die "cannot summarize the runs"

@@ -57,7 +57,22 @@ stop_target() {
 	TPID=""
 }
 
+# bench_load_add PID: a process the bench started to load the machine (a
+# busy loop, a writer), killed and reaped by bench_stop_load, and at the
+# latest when the script ends.
+BENCH_LOAD_PIDS=""
+bench_load_add() { BENCH_LOAD_PIDS="$BENCH_LOAD_PIDS $1"; }
+bench_stop_load() {
+	local p
+	for p in $BENCH_LOAD_PIDS; do
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	BENCH_LOAD_PIDS=""
+}
+
 bench_cleanup() {
+	bench_stop_load
 	stop_target
 	rm -rf "$WORK"
 }

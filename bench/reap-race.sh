@@ -39,16 +39,6 @@ EVLOOP=$BUILD/tests/targets/evloop
 	die "cannot build $EVLOOP (make -C $BUILD check builds it)"
 
 bench_workdir
-LOAD_PIDS=""
-stop_load() {
-	local p
-	for p in $LOAD_PIDS; do
-		kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	LOAD_PIDS=""
-}
-trap 'stop_load; bench_cleanup' EXIT
 
 printf 'int main(void) { for (;;) __asm__ volatile(""); }\n' >"$WORK/hog.c"
 sed -n '/^#include <fcntl.h>/,/^}/p' "$HERE/exit-tail.sh" >"$WORK/writer.c"
@@ -157,9 +147,9 @@ echo "machine: $(nproc) CPUs, $(uname -sr); $RUNS runs per variant, interleaved"
 rm -f "$WORK/ready"
 "$EVLOOP" -t 16 -s 7200 -r "$WORK/ready" </dev/null >/dev/null 2>&1 & TPID=$!
 for i in $(seq "$(nproc)"); do
-	"$WORK/hog" & LOAD_PIDS="$LOAD_PIDS $!"
+	"$WORK/hog" & bench_load_add $!
 done
-"$WORK/writer" "$WORK/junk" & LOAD_PIDS="$LOAD_PIDS $!"
+"$WORK/writer" "$WORK/junk" & bench_load_add $!
 sleep 1
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$WORK/runs"
@@ -170,7 +160,7 @@ for i in $(seq "$RUNS"); do
 	done
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
-stop_load
+bench_stop_load
 stop_target
 
 awk '

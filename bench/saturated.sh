@@ -73,16 +73,6 @@ command -v gcc >/dev/null || die "gcc is needed to build the target"
 command -v python3 >/dev/null || die "python3 is needed to read cprof --json"
 
 bench_workdir
-HOG_PIDS=""
-stop_hogs() {
-	local p
-	for p in $HOG_PIDS; do
-		kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	HOG_PIDS=""
-}
-trap 'stop_hogs; bench_cleanup' EXIT
 
 gcc -O2 -g -pthread -o "$WORK/target" "$HERE/throughput-target.c" 2>"$WORK/gcc.err" ||
 	die "cannot build throughput-target: $(cat "$WORK/gcc.err")"
@@ -101,7 +91,7 @@ fi
 start() {
 	local i
 	for i in $(seq "$HOGS"); do
-		"$WORK/hog" & HOG_PIDS="$HOG_PIDS $!"
+		"$WORK/hog" & bench_load_add $!
 	done
 	rm -f "$WORK/rate"
 	"$WORK/target" -o "$WORK/rate" -s "$SECS" -w 500 </dev/null >/dev/null 2>"$WORK/target.err" &
@@ -120,7 +110,7 @@ start() {
 finish() {
 	wait "$TPID"
 	TPID=""
-	stop_hogs
+	bench_stop_load
 	[ -s "$WORK/rate" ] || die "the target wrote no rate: $(cat "$WORK/target.err")"
 }
 
