@@ -452,52 +452,6 @@ NOINLINE static void chain1(void)
 	KEEP_FRAME();
 }
 
-static void test_remote(void);
-
-/* Remembered walks (unwind/walk_memo.h) of the snapshot own, whose walk
- * read its first used bytes. */
-static void check_memo(struct remote_unwinder *u, size_t used)
-{
-	struct prof_frame frames[64], frames2[64];
-	enum remote_end end, end2;
-	size_t n, n2;
-
-	/* The same copy again is answered from the memo, with the same frames. */
-	remote_flush(u);
-	n = remote_unwind(u, &own, frames, 64, &end);
-	check(!remote_reused(u), "after a flush the copy is walked again");
-	n2 = remote_unwind(u, &own, frames2, 64, &end2);
-	check(remote_reused(u) && n2 == n && end2 == end &&
-	      memcmp(frames, frames2, n * sizeof(*frames)) == 0,
-	      "the same copy again: the remembered walk, the same %zu frames", n2);
-	/* One return address the walk read, changed: walked again, and the
-	 * new walk sees the change. */
-	{
-		size_t off = 0;
-		uint64_t ra, fake = (uint64_t)(uintptr_t)test_remote + 1;
-
-		for (off = 0; off + 8 <= used; off += 8) {
-			memcpy(&ra, own.stack + off, 8);
-			if (ra == frames[2].addr)
-				break;
-		}
-		check(off + 8 <= used, "frame 2's return address lies in the bytes read");
-		if (off + 8 <= used) {
-			memcpy(own.stack + off, &fake, 8);
-			n2 = remote_unwind(u, &own, frames2, 64, &end2);
-			check(!remote_reused(u) && n2 >= 3 && frames2[2].addr == fake,
-			      "a changed return address is walked again, not remembered (%s)",
-			      remote_reused(u) ? "reused" : "walked");
-			memcpy(own.stack + off, &ra, 8);
-		}
-	}
-	n2 = remote_unwind(u, &own, frames2, 64, &end2);
-	check(n2 == n && memcmp(frames, frames2, n * sizeof(*frames)) == 0,
-	      "the copy restored: the first walk's frames again");
-	n2 = remote_unwind(u, &own, frames2, 8, &end2);
-	check(!remote_reused(u), "a walk with another frame limit is not the remembered one");
-}
-
 static void test_remote(void)
 {
 	struct proc_maps maps = { 0 };
@@ -561,7 +515,41 @@ static void test_remote(void)
 	check(remote_stack_used(u) <= used, "and reads no more of it (%zu)", remote_stack_used(u));
 	own.stack_len = full_len;
 
-	check_memo(u, used);
+	/* Remembered walks (unwind/walk_memo.h): the same copy again is
+	 * answered from the memo, with the same frames. */
+	remote_flush(u);
+	n = remote_unwind(u, &own, frames, 64, &end);
+	check(!remote_reused(u), "after a flush the copy is walked again");
+	n2 = remote_unwind(u, &own, frames2, 64, &end2);
+	check(remote_reused(u) && n2 == n && end2 == end &&
+	      memcmp(frames, frames2, n * sizeof(*frames)) == 0,
+	      "the same copy again: the remembered walk, the same %zu frames", n2);
+	/* One return address the walk read, changed: walked again, and the
+	 * new walk sees the change. */
+	{
+		size_t off = 0;
+		uint64_t ra, fake = (uint64_t)(uintptr_t)test_remote + 1;
+
+		for (off = 0; off + 8 <= used; off += 8) {
+			memcpy(&ra, own.stack + off, 8);
+			if (ra == frames[2].addr)
+				break;
+		}
+		check(off + 8 <= used, "frame 2's return address lies in the bytes read");
+		if (off + 8 <= used) {
+			memcpy(own.stack + off, &fake, 8);
+			n2 = remote_unwind(u, &own, frames2, 64, &end2);
+			check(!remote_reused(u) && n2 >= 3 && frames2[2].addr == fake,
+			      "a changed return address is walked again, not remembered (%s)",
+			      remote_reused(u) ? "reused" : "walked");
+			memcpy(own.stack + off, &ra, 8);
+		}
+	}
+	n2 = remote_unwind(u, &own, frames2, 64, &end2);
+	check(n2 == n && memcmp(frames, frames2, n * sizeof(*frames)) == 0,
+	      "the copy restored: the first walk's frames again");
+	n2 = remote_unwind(u, &own, frames2, 8, &end2);
+	check(!remote_reused(u), "a walk with another frame limit is not the remembered one");
 
 	/* The same copy cut short: the walk must say so, not invent frames. */
 	own.stack_len = 32;
