@@ -100,6 +100,16 @@ static size_t unknown_frames(const struct prof_frame *f, size_t n)
 	return k;
 }
 
+/* Whether a copy's second walk (s->frames2, n2 frames), under maps read
+ * again, knows more than its first (s->frames, n): fewer unknown frames,
+ * or as many and more frames. */
+static bool second_knows_more(const struct sampler *s, size_t n, size_t n2)
+{
+	size_t u = unknown_frames(s->frames, n), u2 = unknown_frames(s->frames2, n2);
+
+	return u2 < u || (u2 == u && n2 > n);
+}
+
 /* The pages the unwinder u read for the last walk, counted. */
 static void count_pages(struct sampler *s, struct remote_unwinder *u)
 {
@@ -137,8 +147,7 @@ static size_t unwind_here(struct sampler *s, struct samp_proc *p, const struct s
 	count_pages(s, u);
 	if (remote_stack_used(u) > *used)
 		*used = remote_stack_used(u);
-	if (unknown_frames(s->frames2, n2) < unknown_frames(s->frames, n) ||
-	    (unknown_frames(s->frames2, n2) == unknown_frames(s->frames, n) && n2 > n)) {
+	if (second_knows_more(s, n, n2)) {
 		memcpy(s->frames, s->frames2, n2 * sizeof(*s->frames));
 		*end = end2;
 		*ran_off = remote_ran_off_copy(u);
@@ -210,8 +219,7 @@ static size_t after_parser(struct sampler *s, struct samp_proc *p, const struct 
 		return n;
 	if (w2.stack_used > *used)
 		*used = w2.stack_used;
-	if (unknown_frames(s->frames2, n2) < unknown_frames(s->frames, n) ||
-	    (unknown_frames(s->frames2, n2) == unknown_frames(s->frames, n) && n2 > n)) {
+	if (second_knows_more(s, n, n2)) {
 		memcpy(s->frames, s->frames2, n2 * sizeof(*s->frames));
 		*end = w2.end;
 		*ran_off = w2.ran_off;
