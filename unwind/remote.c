@@ -570,8 +570,7 @@ size_t remote_unwind(struct remote_unwinder *u, const struct snap *s, struct pro
 	if (remote_end_is_root(*end)) {
 		r = (struct walk_result){ .n_frames = n, .end = *end, .stack_used = u->stack_used,
 					  .ran_off = u->ran_off };
-		u->log_kept = !u->log.off && !u->log.spoiled && !s->stack2_len &&
-			      n <= WALK_MEMO_FRAMES;
+		u->log_kept = walk_memo_keeps(&u->log, s, n);
 		if (u->memo)
 			walk_memo_store(u->memo, s, u->gen, max, &u->log, frames, &r);
 	}

@@ -153,6 +153,11 @@ bool walk_memo_find(struct walk_memo *m, const struct snap *s, uint64_t gen, siz
 	return false;
 }
 
+bool walk_memo_keeps(const struct walk_log *l, const struct snap *s, size_t n_frames)
+{
+	return !l->off && !l->spoiled && !s->stack2_len && n_frames <= WALK_MEMO_FRAMES;
+}
+
 void walk_memo_store(struct walk_memo *m, const struct snap *s, uint64_t gen, size_t max,
 		     const struct walk_log *l, const struct prof_frame *frames,
 		     const struct walk_result *r)
@@ -160,7 +165,7 @@ void walk_memo_store(struct walk_memo *m, const struct snap *s, uint64_t gen, si
 	struct memo_set *set;
 	struct memo_slot *e;
 
-	if (l->off || l->spoiled || s->stack2_len || r->n_frames > WALK_MEMO_FRAMES)
+	if (!walk_memo_keeps(l, s, r->n_frames))
 		return;
 	set = set_of(m, s->regs.rip, s->regs.rsp);
 	e = &set->way[set->next];

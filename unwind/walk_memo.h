@@ -92,7 +92,13 @@ bool walk_memo_find(struct walk_memo *m, const struct snap *s, uint64_t gen, siz
 bool walk_log_check(const struct walk_log *l, const struct snap *s,
 		    uint64_t (*reg_of)(const struct snap *s, unsigned reg));
 
-/* Remembers the walk of s that log l recorded, unless it was spoiled. */
+/* Whether a walk of s that log l recorded, of n_frames frames, may be
+ * remembered: recorded whole, reading nothing a memo cannot check, of one
+ * stack, within WALK_MEMO_FRAMES. */
+bool walk_memo_keeps(const struct walk_log *l, const struct snap *s, size_t n_frames);
+
+/* Remembers the walk of s that log l recorded, unless walk_memo_keeps says
+ * it may not be. */
 void walk_memo_store(struct walk_memo *m, const struct snap *s, uint64_t gen, size_t max,
 		     const struct walk_log *l, const struct prof_frame *frames,
 		     const struct walk_result *r);
