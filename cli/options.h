@@ -76,4 +76,9 @@ enum cli_parse_result cli_parse_options(const struct cli_command_line *cl,
 /* The exit code for a result other than CLI_PARSE_OK. */
 int cli_parse_exit_code(enum cli_parse_result r);
 
+/* What a subcommand's own parsing function returns, beside an exit code,
+ * for a command line that asked for the help: it was printed, nothing more
+ * is to be done (exit 0). */
+#define CLI_HELP_SHOWN (-1)
+
 #endif

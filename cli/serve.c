@@ -206,10 +206,7 @@ static enum end_reason wait_for_end(struct serve_ctx *c, int sfd, int pidfd, int
 	}
 }
 
-/* parse_serve_args: the help was printed, nothing more to do (exit 0) */
-#define HELP_SHOWN (-1)
-
-/* The command line into c.  Returns CPROF_EXIT_OK, HELP_SHOWN or the exit
+/* The command line into c.  Returns CPROF_EXIT_OK, CLI_HELP_SHOWN or the exit
  * code. */
 static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const char **listen_spec)
 {
@@ -233,7 +230,7 @@ static int parse_serve_args(struct serve_ctx *c, int argc, char **argv, const ch
 	cli_session_defaults(&c->a);
 	r = cli_parse_pid_options(&serve_line, opts, argc, argv, &first, &c->pid);
 	if (r == CLI_PARSE_HELP)
-		return HELP_SHOWN;
+		return CLI_HELP_SHOWN;
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
 	if (c->a.source == SAMPLER_SOURCE_PERF && c->a.stop == SAMPLER_STOP_PROCESS) {
@@ -359,7 +356,7 @@ int cmd_serve(int argc, char **argv)
 	enum end_reason end;
 
 	code = parse_serve_args(&c, argc, argv, &listen_spec);
-	if (code == HELP_SHOWN)
+	if (code == CLI_HELP_SHOWN)
 		return CPROF_EXIT_OK;
 	if (code == CPROF_EXIT_OK)
 		code = open_listener(&c, listen_spec, shown, sizeof(shown));

@@ -52,9 +52,6 @@ static const struct cli_command_line top_line = {
 };
 
 /* Everything one run of top holds. */
-/* parse: the help was printed, nothing more to do (exit 0) */
-#define HELP_SHOWN (-1)
-
 struct top {
 	struct cli_session a;
 	pid_t pid;
@@ -416,7 +413,7 @@ static int block_signals(struct top *t)
 	return t->sigfd < 0 ? -errno : 0;
 }
 
-/* The command line into t.  Returns CPROF_EXIT_OK, HELP_SHOWN or the exit
+/* The command line into t.  Returns CPROF_EXIT_OK, CLI_HELP_SHOWN or the exit
  * code. */
 static int parse(struct top *t, int argc, char **argv)
 {
@@ -436,7 +433,7 @@ static int parse(struct top *t, int argc, char **argv)
 	cli_session_defaults(&t->a);
 	r = cli_parse_pid_options(&top_line, opts, argc, argv, &first, &t->pid);
 	if (r == CLI_PARSE_HELP)
-		return HELP_SHOWN;
+		return CLI_HELP_SHOWN;
 	if (r != CLI_PARSE_OK)
 		return cli_parse_exit_code(r);
 	if (t->a.output && strcmp(t->a.output, "-") == 0) {
@@ -546,7 +543,7 @@ int cmd_top(int argc, char **argv)
 	int code;
 
 	code = parse(&t, argc, argv);
-	if (code == HELP_SHOWN)
+	if (code == CLI_HELP_SHOWN)
 		return CPROF_EXIT_OK;
 	if (code == CPROF_EXIT_OK)
 		code = preflight(&t);
